@@ -1,0 +1,43 @@
+import { afterEach, beforeEach, describe } from 'vitest';
+import type { Broker } from '../src/index.js';
+import { stopAll } from './fixtures.js';
+import { requireLive } from './require-live.js';
+import type { Stand, TestDatabase } from './stand.js';
+import { leaseSuite } from './suites/lease.suite.js';
+import { processSuite } from './suites/process.suite.js';
+import { retrySuite } from './suites/retry.suite.js';
+import { settleSuite } from './suites/settle.suite.js';
+import { startupSuite } from './suites/startup.suite.js';
+import { wakeSuite } from './suites/wake.suite.js';
+
+/** What every suite gets: the stand, this test's own database, and the brokers to stop after it. */
+export interface SuiteContext {
+  readonly stand: Stand;
+  db: TestDatabase;
+  readonly brokers: Broker[];
+}
+
+/**
+ * Registers every suite against one stand. Suites skip by capability, never by database name.
+ * An unreachable server skips the stand, or fails it when REQUIRE_LIVE=1 (as CI sets).
+ */
+export function runConformance(stand: Stand): Promise<void> {
+  return requireLive(stand, () => {
+    describe(stand.name, () => {
+      const context: SuiteContext = { stand, db: undefined as unknown as TestDatabase, brokers: [] };
+      beforeEach(async () => {
+        context.db = await stand.createDatabase();
+      });
+      afterEach(async () => {
+        await stopAll(context.brokers);
+        await context.db.drop();
+      });
+      startupSuite(context);
+      settleSuite(context);
+      retrySuite(context);
+      leaseSuite(context);
+      wakeSuite(context);
+      processSuite(context);
+    });
+  });
+}

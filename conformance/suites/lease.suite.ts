@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { LeaseLostError, type Broker } from '../../src/index.js';
+import { createDeferred } from '../../src/internal/deferred.js';
+import { Collector, countRows, createBroker, createTable, jobsTable } from '../fixtures.js';
+import type { SuiteContext } from '../run-conformance.js';
+
+/** The lease form's token fencing and renewal. */
+export function leaseSuite(context: SuiteContext): void {
+  const { stand } = context;
+  describe('lease fencing and renewal', () => {
+    it('a lease holder past expiry gets LeaseLostError and changes nothing', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const queue = table.queue('emails');
+      const first = createBroker(context.db, context.brokers, { leaseMs: 30_000 });
+      const firstStarted = createDeferred();
+      const releaseFirst = createDeferred();
+      const errors = new Collector<unknown>();
+      first.on('error', (error) => errors.push(error));
+      first.subscribe(queue, async () => {
+        firstStarted.resolve();
+        await releaseFirst.promise;
+      });
+      await first.start();
+      await first.publish(queue, {});
+      await firstStarted.promise;
+
+      // The lease runs out (as if the holder stalled for longer than it), and a second broker takes
+      // the row. Its lease is longer, so its token differs from the first one's even though both
+      // claims fall in the same second; in real time a new token always comes a lease later.
+      await context.db.exec("UPDATE jobs SET locked_until = '2000-01-01 00:00:00'");
+      const second = createBroker(context.db, context.brokers, { leaseMs: 60_000 });
+      const secondAttempts = new Collector<number>();
+      const releaseSecond = createDeferred();
+      second.subscribe(queue, async (message) => {
+        secondAttempts.push(message.attempt);
+        await releaseSecond.promise;
+      });
+      await second.start();
+      await secondAttempts.waitFor(1);
+      expect(secondAttempts.items).toEqual([2]);
+
+      releaseFirst.resolve();
+      await errors.waitFor(1);
+      expect(errors.items[0]).toBeInstanceOf(LeaseLostError);
+      expect(await countRows(context.db, 'jobs')).toBe(1);
+      expect(first.stats().subscriptions[0]!.leasesLost).toBe(1);
+
+      releaseSecond.resolve();
+      await second.stop();
+      expect(await countRows(context.db, 'jobs')).toBe(0);
+    });
+
+    it('renews the lease every half lease while a handler runs longer than the lease', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const queue = table.queue('emails');
+      const holder = createBroker(context.db, context.brokers, { leaseMs: 1_000 });
+      const started = createDeferred();
+      const errors = new Collector<unknown>();
+      holder.on('error', (error) => errors.push(error));
+      const done = createDeferred();
+      holder.subscribe(queue, async () => {
+        started.resolve();
+        // The scenario itself: a handler that outlives its 1 s lease two and a half times.
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        done.resolve();
+      });
+      await holder.start();
+      await holder.publish(queue, {});
+      await started.promise;
+      const thief: Broker = createBroker(context.db, context.brokers, { leaseMs: 1_000, pollIntervalMs: 100 });
+      const stolen = new Collector<string>();
+      thief.subscribe(queue, (message) => {
+        stolen.push(message.id);
+      });
+      await thief.start();
+      await done.promise;
+      await holder.stop();
+      await thief.stop();
+      expect(stolen.items).toEqual([]);
+      expect(errors.items).toEqual([]);
+      expect(holder.stats().subscriptions[0]!.leaseRenewals).toBeGreaterThanOrEqual(2);
+      expect(await countRows(context.db, 'jobs')).toBe(0);
+    });
+
+    it('the claim commits at once and counts the attempt, visible from another connection', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const queue = table.queue('emails');
+      const broker = createBroker(context.db, context.brokers);
+      const started = createDeferred();
+      const release = createDeferred();
+      broker.subscribe(queue, async () => {
+        started.resolve();
+        await release.promise;
+      });
+      await broker.start();
+      await broker.publish(queue, {});
+      await started.promise;
+      const rows = await context.db.query<{ attempt: unknown; locked_until: unknown }>(
+        'SELECT attempt, locked_until FROM jobs',
+      );
+      expect(Number(rows[0]!.attempt)).toBe(2);
+      expect(rows[0]!.locked_until).not.toBeNull();
+      release.resolve();
+      await broker.stop();
+    });
+  });
+}

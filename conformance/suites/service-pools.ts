@@ -1,0 +1,109 @@
+import Database from 'better-sqlite3';
+import mysql from 'mysql2';
+import pg from 'pg';
+import type { Stand, TestDatabase } from '../stand.js';
+
+/** A pool or handle the service created itself and hands to tablequeue. */
+export interface ServicePool {
+  /** How the test names it. */
+  readonly label: string;
+  /** What the service passes as `database`. */
+  readonly database: object;
+  /** A query through the service's own API: it fails once the pool or handle is closed. */
+  ping(): Promise<void>;
+  /** One of the service's connections inside an open transaction, ended by `finish`. */
+  beginTransaction(): Promise<ServiceTransaction>;
+  end(): Promise<void>;
+}
+
+export interface ServiceTransaction {
+  /** What the service passes as `tx`. */
+  readonly connection: unknown;
+  finish(how: 'COMMIT' | 'ROLLBACK'): Promise<void>;
+}
+
+/**
+ * The forms a service may pass for this stand's database. Server pools are set to a time zone far
+ * from UTC, which must change nothing about how times are written and compared.
+ */
+export function openServicePools(stand: Stand, db: TestDatabase): ServicePool[] {
+  switch (stand.kind) {
+    case 'postgres':
+      return [openPgPool(requireUrl(db))];
+    case 'mysql':
+      return [openMysqlPool(requireUrl(db), 'callback'), openMysqlPool(requireUrl(db), 'promise')];
+    case 'sqlite':
+      return [openSqliteHandle(db)];
+  }
+}
+
+function openPgPool(url: string): ServicePool {
+  const pool = new pg.Pool({ connectionString: url, max: 3, options: '-c TimeZone=Asia/Kathmandu' });
+  return {
+    label: 'a pg.Pool',
+    database: pool,
+    ping: async () => void (await pool.query('SELECT 1')),
+    async beginTransaction() {
+      const client = await pool.connect();
+      await client.query('BEGIN');
+      return {
+        connection: client,
+        async finish(how) {
+          await client.query(how);
+          client.release();
+        },
+      };
+    },
+    end: () => pool.end(),
+  };
+}
+
+function openMysqlPool(url: string, api: 'callback' | 'promise'): ServicePool {
+  const pool = mysql.createPool({ uri: url, connectionLimit: 3, timezone: '+05:45' });
+  const promisePool = pool.promise();
+  return {
+    label: api === 'callback' ? 'a mysql2 pool' : 'a mysql2/promise pool',
+    database: api === 'callback' ? pool : promisePool,
+    ping: async () => void (await promisePool.query('SELECT 1')),
+    async beginTransaction() {
+      const connection = await promisePool.getConnection();
+      await connection.query('START TRANSACTION');
+      return {
+        connection: api === 'callback' ? connection.connection : connection,
+        async finish(how) {
+          await connection.query(how);
+          connection.release();
+        },
+      };
+    },
+    end: () => promisePool.end(),
+  };
+}
+
+/** The in-memory stand's handle is already the service's; a file gets a handle of its own. */
+function openSqliteHandle(db: TestDatabase): ServicePool {
+  const isShared = db.url === undefined;
+  const handle = isShared ? (db.brokerDatabase as Database.Database) : new Database(sqliteFileOf(db), { timeout: 0 });
+  return {
+    label: 'a better-sqlite3 Database',
+    database: handle,
+    ping: async () => void handle.prepare('SELECT 1').get(),
+    async beginTransaction() {
+      handle.exec('BEGIN IMMEDIATE');
+      return { connection: handle, finish: async (how) => void handle.exec(how) };
+    },
+    end: async () => {
+      if (!isShared) handle.close();
+    },
+  };
+}
+
+/** The file path of a sqlite-file stand's database. */
+export function sqliteFileOf(db: TestDatabase): string {
+  return requireUrl(db).slice('sqlite:'.length);
+}
+
+function requireUrl(db: TestDatabase): string {
+  if (db.url === undefined) throw new Error('this test database has no URL');
+  return db.url;
+}

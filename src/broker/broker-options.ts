@@ -1,0 +1,87 @@
+import { DeclarationError } from '../errors.js';
+
+export interface Logger {
+  warn(message: string, detail?: Record<string, unknown>): void;
+  error(message: string, detail?: Record<string, unknown>): void;
+}
+
+export interface BrokerOptions {
+  /**
+   * 'postgres://…', 'mysql://…', 'mariadb://…', 'sqlite:./queue.db', 'sqlite::memory:', or the
+   * service's own pg.Pool, mysql2 pool or better-sqlite3 Database (never closed by the broker).
+   */
+  database: string | object;
+  /** The pool the broker opens from a URL. Default 10 connections. */
+  pool?: { max?: number };
+  /** How long a subscription waits after a claim found nothing. Default 1,000 ms. */
+  pollIntervalMs?: number;
+  /** Lease length for lease tables, whole seconds (shorter is rounded up). Default 30,000 ms. */
+  leaseMs?: number;
+  /** The most connections the service may open to the database in all (WP-13). */
+  connectionLimit?: number;
+  /** How long `stop()` lets handlers finish before aborting their signal. Default 30,000 ms. */
+  stopTimeoutMs?: number;
+  /** Where warnings and errors without an `error` listener go. Default: the console. */
+  logger?: Logger;
+}
+
+export interface ResolvedBrokerOptions {
+  readonly database: string | object;
+  readonly poolSize: number | undefined;
+  readonly pollIntervalMs: number;
+  readonly leaseMs: number;
+  readonly connectionLimit: number | undefined;
+  readonly stopTimeoutMs: number;
+  readonly logger: Logger;
+}
+
+export const DEFAULT_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
+
+const OPTION_KEYS = new Set(['database', 'pool', 'pollIntervalMs', 'leaseMs', 'connectionLimit', 'stopTimeoutMs', 'logger']);
+
+const consoleLogger: Logger = {
+  warn: (message, detail) => console.warn(`tablequeue: ${message}`, detail ?? ''),
+  error: (message, detail) => console.error(`tablequeue: ${message}`, detail ?? ''),
+};
+
+export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new DeclarationError("new Broker needs options such as { database: 'sqlite:./queue.db' }");
+  }
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) {
+      throw new DeclarationError(`new Broker: unknown option "${key}"; the options are ${[...OPTION_KEYS].join(', ')}`);
+    }
+  }
+  if (options.database === undefined || options.database === null) {
+    throw new DeclarationError(
+      "new Broker needs a database: a URL ('postgres://…', 'mysql://…', 'mariadb://…', 'sqlite:./queue.db', 'sqlite::memory:') or the service's own pool",
+    );
+  }
+  const poolSize = options.pool?.max;
+  if (poolSize !== undefined && (!Number.isInteger(poolSize) || poolSize < 1)) {
+    throw new DeclarationError(`new Broker: pool.max must be a whole number of at least 1, got ${String(poolSize)}`);
+  }
+  const connectionLimit = options.connectionLimit;
+  if (connectionLimit !== undefined && (!Number.isInteger(connectionLimit) || connectionLimit < 1)) {
+    throw new DeclarationError(`new Broker: connectionLimit must be a whole number of at least 1, got ${String(connectionLimit)}`);
+  }
+  return Object.freeze({
+    database: options.database,
+    poolSize,
+    pollIntervalMs: positive(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs'),
+    leaseMs: positive(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs'),
+    connectionLimit,
+    stopTimeoutMs: positive(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs'),
+    logger: options.logger ?? consoleLogger,
+  });
+}
+
+function positive(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new DeclarationError(`new Broker: ${name} must be a number of milliseconds above 0, got ${String(value)}`);
+  }
+  return value;
+}

@@ -1,0 +1,212 @@
+import { EventEmitter } from 'node:events';
+import type { Queue } from '../definition/define-table.js';
+import { Queue as QueueClass } from '../definition/define-table.js';
+import type { Driver, PoolStats } from '../driver/driver.js';
+import { createDriver } from '../driver/create-driver.js';
+import { AlreadySubscribedError, ClosedError, ConnectionBudgetError, DeclarationError } from '../errors.js';
+import type { PublishItem, PublishOptions } from '../publish/publish-options.js';
+import { Publisher } from '../publish/publisher.js';
+import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
+import { Subscription, type SubscriptionStats } from '../subscription/subscription.js';
+import {
+  resolveSubscribeOptions,
+  type Handler,
+  type HandlerContext,
+  type SubscribeOptions,
+} from '../subscription/subscription-options.js';
+import type { TableSpec } from '../table/table-spec.js';
+import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } from './broker-options.js';
+import { openDialect } from './open-dialect.js';
+
+export interface BrokerStats {
+  readonly pool: PoolStats;
+  readonly subscriptions: SubscriptionStats[];
+}
+
+export interface BrokerEvents {
+  error: [error: unknown, detail: Record<string, unknown>];
+  warning: [message: string];
+}
+
+type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/**
+ * Publishes rows into queue tables and runs subscriptions over them.
+ *
+ * States: new → starting → running → stopping → stopped. `start()` opens the pool, checks the
+ * server, prepares every statement and starts the claim loops; `stop()` is graceful and may be
+ * called in any state (twice is harmless).
+ */
+export class Broker extends EventEmitter<BrokerEvents> {
+  readonly #options: ResolvedBrokerOptions;
+  readonly #subscriptions = new Map<string, Subscription>();
+  #state: State = 'new';
+  #driver: Driver | undefined;
+  #publisher: Publisher | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: BrokerOptions) {
+    super();
+    this.#options = resolveBrokerOptions(options);
+  }
+
+  get isRunning(): boolean {
+    return this.#state === 'running';
+  }
+
+  /** Reads a queue. Declare subscriptions before `start()`; one per queue per broker. */
+  subscribe<Output>(
+    queue: Queue<unknown>,
+    handler: Handler<Output>,
+    options: SubscribeOptions<Output> & { decode: StandardSchemaV1<unknown, Output> },
+  ): void;
+  subscribe<Payload>(queue: Queue<Payload>, handler: Handler<Payload>, options?: SubscribeOptions<Payload>): void;
+  subscribe(queue: Queue<unknown>, handler: Handler<unknown>, options: SubscribeOptions<unknown> = {}): void {
+    if (!(queue instanceof QueueClass)) {
+      throw new DeclarationError('subscribe needs a queue: table.queue("name") of a table from defineTable');
+    }
+    if (typeof handler !== 'function') {
+      throw new DeclarationError(`subscribe to "${queue.label}": the handler must be a function`);
+    }
+    if (this.#state !== 'new') {
+      throw new DeclarationError(`subscribe to "${queue.label}": declare subscriptions before broker.start()`);
+    }
+    const key = subscriptionKey(queue.table.spec, queue.group);
+    if (this.#subscriptions.has(key)) {
+      throw new AlreadySubscribedError(
+        `queue "${queue.label}" is already subscribed on this broker; scale it with { workers: n } instead of a second subscription`,
+      );
+    }
+    const resolved = resolveSubscribeOptions(options, this.#options, `subscription "${queue.label}"`);
+    this.#subscriptions.set(key, new Subscription(queue, handler, resolved));
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== 'new') {
+      throw new DeclarationError(`broker.start() was already called (the broker is ${this.#state})`);
+    }
+    this.#state = 'starting';
+    const driver = createDriver(this.#options.database, { poolSize: this.#options.poolSize });
+    this.#driver = driver;
+    try {
+      await driver.open();
+      this.#checkConnectionLimit(driver);
+      const dialect = await openDialect(driver);
+      this.#publisher = new Publisher({ driver, dialect, wake: (spec, group) => this.#wake(spec, group) });
+      for (const subscription of this.#subscriptions.values()) {
+        await subscription.open({
+          driver,
+          dialect,
+          onError: (error, detail) => this.#reportError(error, detail),
+          onWarning: (message) => this.#reportWarning(message),
+          createContext: () => this.#handlerContext(driver),
+        });
+      }
+    } catch (error) {
+      this.#state = 'stopped';
+      await Promise.allSettled([...this.#subscriptions.values()].map((subscription) => subscription.stop(0)));
+      await driver.close().catch(() => undefined);
+      throw error;
+    }
+    this.#state = 'running';
+    for (const subscription of this.#subscriptions.values()) subscription.start();
+  }
+
+  /**
+   * Stops claims, lets handlers in work finish (up to `timeoutMs`, then aborts their signal),
+   * hands back rows waiting in subscriptions, and closes the pool when the broker opened it.
+   */
+  stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.#state === 'new') {
+      this.#state = 'stopped';
+      return Promise.resolve();
+    }
+    this.#stopping ??= this.#stop(options.timeoutMs ?? this.#options.stopTimeoutMs);
+    return this.#stopping;
+  }
+
+  /** Writes one row and returns its id. */
+  async publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string> {
+    return this.#requirePublisher().publish(queue, payload, options);
+  }
+
+  /** Writes many rows with one multi-row insert per chunk; returns how many were written. */
+  async publishMany<Payload>(
+    queue: Queue<Payload>,
+    items: readonly PublishItem<Payload>[],
+    options?: { tx?: unknown },
+  ): Promise<number> {
+    return this.#requirePublisher().publishMany(queue, items, options);
+  }
+
+  stats(): BrokerStats {
+    return {
+      pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0 },
+      subscriptions: [...this.#subscriptions.values()].map((subscription) => subscription.stats()),
+    };
+  }
+
+  async #stop(timeoutMs: number): Promise<void> {
+    this.#state = 'stopping';
+    await Promise.allSettled([...this.#subscriptions.values()].map((subscription) => subscription.stop(timeoutMs)));
+    await this.#driver?.close().catch((error: unknown) => this.#reportError(error, { phase: 'close' }));
+    this.#state = 'stopped';
+  }
+
+  #requirePublisher(): Publisher {
+    if (this.#state !== 'running' || !this.#publisher) {
+      throw new ClosedError(
+        this.#state === 'new' || this.#state === 'starting'
+          ? 'the broker is not started; await broker.start() before publishing'
+          : 'the broker is stopped; it publishes no more',
+      );
+    }
+    return this.#publisher;
+  }
+
+  /** WP-13: the pool the broker opens must fit under the database's connection limit. */
+  #checkConnectionLimit(driver: Driver): void {
+    const limit = this.#options.connectionLimit;
+    if (limit === undefined) return;
+    const poolSize = driver.stats().size;
+    if (poolSize > limit) {
+      throw new ConnectionBudgetError(
+        `the service pool of ${poolSize} connections exceeds connectionLimit ${limit}; lower pool.max or raise the limit`,
+      );
+    }
+  }
+
+  #wake(spec: TableSpec, group: string | undefined): void {
+    for (const subscription of this.#subscriptions.values()) {
+      const queue = subscription.queue;
+      if (queue.table.spec.qualifiedName !== spec.qualifiedName) continue;
+      if (group === undefined || queue.group === undefined || queue.group === group) subscription.wake();
+    }
+  }
+
+  #handlerContext(driver: Driver): Omit<HandlerContext, 'signal'> {
+    return {
+      query: async <Row>(sql: string, params: readonly unknown[] = []) =>
+        (await driver.execute({ name: 'context.query', sql, values: params })).rows as Row[],
+      publish: (queue, payload, options) => this.publish(queue, payload, options),
+    };
+  }
+
+  #reportError(error: unknown, detail: Record<string, unknown>): void {
+    if (this.listenerCount('error') > 0) {
+      this.emit('error', error, detail);
+      return;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    this.#options.logger.error(message, detail);
+  }
+
+  #reportWarning(message: string): void {
+    if (this.listenerCount('warning') > 0) this.emit('warning', message);
+    else this.#options.logger.warn(message);
+  }
+}
+
+function subscriptionKey(spec: TableSpec, group: string | undefined): string {
+  return group === undefined ? spec.qualifiedName : `${spec.qualifiedName}\u0000${group}`;
+}

@@ -1,0 +1,18 @@
+import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
+import type { Driver } from '../driver/driver.js';
+import type { TableSpec } from '../table/table-spec.js';
+
+/** What a claim form needs from its subscription. */
+export interface FormContext {
+  readonly driver: Driver;
+  readonly dialect: Dialect;
+  readonly spec: TableSpec;
+  /** The table's columns as found when the subscription opened. */
+  readonly columns: TableColumns;
+  /** The group this subscription reads, or undefined on a table without groups. */
+  readonly group: string | undefined;
+  /** Where rows go when their attempts run out, when the subscription declares it. */
+  readonly deadLetter: DeadLetterTarget | undefined;
+  /** Names the subscription in errors. */
+  readonly subscription: string;
+}

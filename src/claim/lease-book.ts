@@ -1,0 +1,65 @@
+/**
+ * The leases a subscription holds, one slot per claimed row. A slot moves through these states:
+ *
+ *   held ──keeper round──▶ extending ──▶ held (new token) | lost (row gone or taken)
+ *     │                        │
+ *     └──settlement────────────┴──(waits for the round's statement)──▶ settling ──▶ removed
+ *
+ * A settlement never races a renewal of the same row: it waits for the renewal's statement to
+ * answer and then names the token that is current. When a renewal's outcome is unknown (its
+ * connection broke mid-statement) the slot keeps both tokens and the settlement tries the new
+ * one after the old.
+ */
+export class LeaseSlot {
+  readonly id: string;
+  readonly idValue: unknown;
+  token: Date;
+  /** The token a renewal may or may not have written (outcome unknown). */
+  uncertainToken: Date | undefined;
+  isLost = false;
+  isSettling = false;
+  /** The renewal statement in flight for this row, if any. */
+  extension: Promise<void> | undefined;
+
+  constructor(id: string, idValue: unknown, token: Date) {
+    this.id = id;
+    this.idValue = idValue;
+    this.token = token;
+  }
+
+  /** The tokens a settlement should try, in order. */
+  candidateTokens(): Date[] {
+    return this.uncertainToken === undefined ? [this.token] : [this.token, this.uncertainToken];
+  }
+}
+
+export class LeaseBook {
+  readonly #slots = new Map<string, LeaseSlot>();
+
+  get size(): number {
+    return this.#slots.size;
+  }
+
+  add(slot: LeaseSlot): void {
+    this.#slots.set(slot.id, slot);
+  }
+
+  remove(slot: LeaseSlot): void {
+    if (this.#slots.get(slot.id) === slot) this.#slots.delete(slot.id);
+  }
+
+  /** Slots a renewal round should extend: held, not settling, not lost. */
+  renewable(): LeaseSlot[] {
+    return [...this.#slots.values()].filter((slot) => !slot.isSettling && !slot.isLost);
+  }
+}
+
+/** Lease expiries are whole seconds so the token read back equals the one written on every column type. */
+export function leaseExpiry(now: Date, leaseMs: number): Date {
+  return new Date(Math.ceil((now.getTime() + leaseMs) / 1000) * 1000);
+}
+
+/** Leases are whole seconds; shorter is rounded up (at least one second). */
+export function roundLeaseMs(leaseMs: number): number {
+  return Math.max(1000, Math.ceil(leaseMs / 1000) * 1000);
+}

@@ -1,0 +1,201 @@
+import type { LeaseClaim } from '../dialect/dialect.js';
+import type { Connection } from '../driver/driver.js';
+import { LeaseLostError } from '../errors.js';
+import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import type { ClaimForm, HeldRow, Settlement } from './claim-form.js';
+import type { FormContext } from './form-context.js';
+import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { readClaimedRow } from './row-values.js';
+
+export interface LeaseFormOptions {
+  readonly leaseMs: number;
+  readonly onRenewed: () => void;
+  readonly onLost: () => void;
+  readonly onError: (error: unknown) => void;
+}
+
+interface LeaseStatementSet {
+  readonly claim: LeaseClaim;
+  readonly commit: Statement;
+  readonly extend: Statement;
+  readonly release: Statement;
+  readonly settlements: Readonly<Record<Settlement['kind'], Statement[]>>;
+  readonly begin: Statement[];
+}
+
+/**
+ * Lease form: a claim stamps `locked_until` (the ownership token) and commits at once, so a
+ * delivery in work holds no connection. Every settlement names the token; a settlement that
+ * changes no row means the lease expired and another claim took the row (`LeaseLostError`).
+ */
+export class LeaseForm implements ClaimForm {
+  readonly holdsConnection = false;
+  readonly #context: FormContext;
+  readonly #options: LeaseFormOptions;
+  readonly #statements: LeaseStatementSet;
+  readonly #book = new LeaseBook();
+  readonly #keeper: LeaseKeeper;
+
+  constructor(context: FormContext, options: LeaseFormOptions) {
+    this.#context = context;
+    this.#options = options;
+    this.#statements = renderLeaseStatements(context);
+    this.#keeper = new LeaseKeeper({
+      driver: context.driver,
+      book: this.#book,
+      extend: this.#statements.extend,
+      leaseMs: options.leaseMs,
+      onRenewed: options.onRenewed,
+      onLost: () => options.onLost(),
+      onError: options.onError,
+    });
+    this.#keeper.start();
+  }
+
+  /** Every statement this form runs, for the start-up prepare check. */
+  get statements(): Statement[] {
+    const { claim, extend, release, settlements } = this.#statements;
+    const claims = claim.kind === 'single' ? [claim.statement] : [claim.select, claim.stamp];
+    return [...claims, extend, release, ...Object.values(settlements).flat()];
+  }
+
+  /** Rows held right now (claimed, not yet settled or handed back). */
+  get heldCount(): number {
+    return this.#book.size;
+  }
+
+  async claim(limit: number, now: Date): Promise<HeldRow[]> {
+    const { driver, dialect, spec, group } = this.#context;
+    const lockedUntil = leaseExpiry(now, this.#options.leaseMs);
+    const values: ParamValues = { group, now, leaseNow: now, limit, lockedUntil };
+    const claim = this.#statements.claim;
+    const connection = await driver.acquire();
+    let rows: Record<string, unknown>[];
+    try {
+      rows =
+        claim.kind === 'single'
+          ? (await connection.execute(bindStatement(claim.statement, values))).rows
+          : await this.#selectThenStamp(connection, claim, values);
+      connection.release();
+    } catch (error) {
+      connection.destroy();
+      throw error;
+    }
+    const attemptIsCounted = dialect.capabilities.leaseClaimReturnsCountedAttempt;
+    return rows.map((row) => {
+      const claimed = readClaimedRow(spec, row, attemptIsCounted);
+      const slot = new LeaseSlot(claimed.id, claimed.idValue, lockedUntil);
+      this.#book.add(slot);
+      let isDone = false;
+      const once = (run: () => Promise<void>) => {
+        if (isDone) return Promise.reject(new TypeError(`row ${claimed.id} was already settled`));
+        isDone = true;
+        return run();
+      };
+      return {
+        ...claimed,
+        settle: (settlement) => once(() => this.#settle(slot, settlement)),
+        handBack: () => once(() => this.#settle(slot, { kind: 'retry' })),
+      };
+    });
+  }
+
+  close(): void {
+    this.#keeper.close();
+  }
+
+  /** MySQL/MariaDB: select with row locks, stamp each row still claimable, commit. */
+  async #selectThenStamp(
+    connection: Connection,
+    claim: Extract<LeaseClaim, { kind: 'selectThenStamp' }>,
+    values: ParamValues,
+  ): Promise<Record<string, unknown>[]> {
+    const { spec } = this.#context;
+    for (const statement of claim.begin) await connection.execute(bindStatement(statement, {}));
+    const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
+    const stamped: Record<string, unknown>[] = [];
+    for (const row of selected) {
+      const stamp = bindStatement(claim.stamp, { ...values, id: row[spec.id.column] });
+      if ((await connection.execute(stamp)).affectedRows > 0) stamped.push(row);
+    }
+    await connection.execute(bindStatement(this.#statements.commit, {}));
+    return stamped;
+  }
+
+  async #settle(slot: LeaseSlot, settlement: Settlement): Promise<void> {
+    try {
+      while (slot.extension) await slot.extension;
+      if (slot.isLost) throw this.#lost(slot);
+      slot.isSettling = true;
+      const statements = this.#statements.settlements[settlement.kind];
+      for (const held of slot.candidateTokens()) {
+        if (await this.#runFenced(statements, slot, held, settlement)) return;
+      }
+      throw this.#lost(slot);
+    } finally {
+      this.#book.remove(slot);
+    }
+  }
+
+  /** Runs a settlement under one token; false when no row carried that token. */
+  async #runFenced(statements: Statement[], slot: LeaseSlot, held: Date, settlement: Settlement): Promise<boolean> {
+    const values: ParamValues = {
+      id: slot.idValue,
+      held,
+      now: new Date(),
+      retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
+      destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
+    };
+    const connection = await this.#context.driver.acquire();
+    try {
+      if (statements.length === 1) {
+        const changed = (await connection.execute(bindStatement(statements[0]!, values))).affectedRows > 0;
+        connection.release();
+        return changed;
+      }
+      // A dead letter into a table is a copy then a delete: both in one transaction, both fenced.
+      for (const statement of this.#statements.begin) await connection.execute(bindStatement(statement, {}));
+      for (const statement of statements) {
+        if ((await connection.execute(bindStatement(statement, values))).affectedRows === 0) {
+          await connection.execute(bindStatement(this.#context.dialect.session.rollback(), {}));
+          connection.release();
+          return false;
+        }
+      }
+      await connection.execute(bindStatement(this.#statements.commit, {}));
+      connection.release();
+      return true;
+    } catch (error) {
+      connection.destroy();
+      throw error;
+    }
+  }
+
+  #lost(slot: LeaseSlot): LeaseLostError {
+    // A renewal that found the row gone already counted this loss.
+    if (!slot.isLost) {
+      slot.isLost = true;
+      this.#options.onLost();
+    }
+    return new LeaseLostError({ id: slot.id, subscription: this.#context.subscription });
+  }
+}
+
+function renderLeaseStatements(context: FormContext): LeaseStatementSet {
+  const { dialect, spec, columns, deadLetter } = context;
+  const release = dialect.lease.release(spec);
+  return {
+    claim: dialect.lease.claim(spec, columns),
+    begin: dialect.session.begin({ sqliteBegin: 'immediate' }),
+    commit: dialect.session.commit(),
+    extend: dialect.lease.extend(spec),
+    release,
+    settlements: {
+      finish: [dialect.settle.finish(spec, { fenced: true })],
+      retry: [release],
+      retryAfter: [dialect.lease.retryAfter(spec) ?? release],
+      deadLetter: deadLetter ? dialect.settle.deadLetter(spec, columns, deadLetter, { fenced: true }) : [release],
+    },
+  };
+}

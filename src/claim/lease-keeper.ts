@@ -1,0 +1,92 @@
+import { bindStatement, type Statement } from '../statement.js';
+import type { Driver } from '../driver/driver.js';
+import { leaseExpiry, type LeaseBook, type LeaseSlot } from './lease-book.js';
+
+export interface LeaseKeeperOptions {
+  readonly driver: Driver;
+  readonly book: LeaseBook;
+  readonly extend: Statement;
+  readonly leaseMs: number;
+  readonly onRenewed: () => void;
+  readonly onLost: (slot: LeaseSlot) => void;
+  readonly onError: (error: unknown) => void;
+}
+
+/**
+ * Renews every lease in the book each half lease, on one connection per round. Rounds are
+ * chained with `setTimeout`, so a late round shifts the schedule instead of bursting. An idle
+ * subscription (empty book) takes no connection.
+ */
+export class LeaseKeeper {
+  readonly #options: LeaseKeeperOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #isClosed = false;
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#schedule();
+  }
+
+  close(): void {
+    this.#isClosed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  #schedule(): void {
+    if (this.#isClosed) return;
+    this.#timer = setTimeout(() => {
+      void this.#round().finally(() => this.#schedule());
+    }, this.#options.leaseMs / 2);
+    this.#timer.unref();
+  }
+
+  async #round(): Promise<void> {
+    const { driver, book, extend, leaseMs } = this.#options;
+    if (book.renewable().length === 0) return;
+    let connection;
+    try {
+      connection = await driver.acquire();
+    } catch (error) {
+      this.#options.onError(error);
+      return;
+    }
+    try {
+      // "now" is read after the pool lent the connection, so a wait for it never shortens a lease.
+      const next = leaseExpiry(new Date(), leaseMs);
+      for (const slot of book.renewable()) {
+        const held = slot.token;
+        const extension = connection
+          .execute(bindStatement(extend, { lockedUntil: next, id: slot.idValue, held }))
+          .then(
+            (result) => {
+              if (result.affectedRows > 0) {
+                slot.token = next;
+                slot.uncertainToken = undefined;
+                this.#options.onRenewed();
+              } else {
+                slot.isLost = true;
+                this.#options.onLost(slot);
+              }
+            },
+            (error: unknown) => {
+              slot.uncertainToken = next;
+              throw error;
+            },
+          );
+        slot.extension = extension.catch(() => undefined);
+        try {
+          await extension;
+        } finally {
+          slot.extension = undefined;
+        }
+      }
+      connection.release();
+    } catch (error) {
+      connection.destroy();
+      this.#options.onError(error);
+    }
+  }
+}

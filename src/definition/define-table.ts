@@ -1,0 +1,63 @@
+import { createDialect } from '../dialect/create-dialect.js';
+import { DeclarationError } from '../errors.js';
+import { createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
+
+export type DdlDialectName = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+
+/**
+ * A queue table the service owns, as declared. `queue(name)` addresses one of its queues;
+ * `createTableSql(dialect)` renders DDL for the declared roles.
+ */
+export class QueueTable {
+  readonly spec: TableSpec;
+
+  constructor(declaration: TableDeclaration) {
+    this.spec = createTableSpec(declaration);
+  }
+
+  /**
+   * One queue of this table: the rows of group `name` on a grouped table, or the whole table
+   * when it has no group column (the name is then only a label).
+   */
+  queue<Payload = unknown>(name: string): Queue<Payload> {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new DeclarationError(`table "${this.spec.qualifiedName}": a queue needs a non-empty name`);
+    }
+    return new Queue<Payload>(this, name);
+  }
+
+  /** `CREATE TABLE` and the claim-order index, one statement per entry. */
+  createTableSql(dialect: DdlDialectName): string[] {
+    const rendered = createDialect(dialect);
+    rendered.validateTable(this.spec);
+    return rendered.schema.createTable(this.spec, { mariadb: dialect === 'mariadb' });
+  }
+}
+
+export class Queue<Payload = unknown> {
+  readonly table: QueueTable;
+  readonly name: string;
+  /** Type-only marker so a queue's payload type flows into publish and subscribe. */
+  declare readonly payloadType?: Payload;
+
+  constructor(table: QueueTable, name: string) {
+    this.table = table;
+    this.name = name;
+  }
+
+  /** The group value rows of this queue carry, or undefined on a table without groups. */
+  get group(): string | undefined {
+    return this.table.spec.group === undefined ? undefined : this.name;
+  }
+
+  /** `schema.table` or `table`, with the group when there is one: for messages. */
+  get label(): string {
+    return this.group === undefined ? this.table.spec.qualifiedName : `${this.table.spec.qualifiedName}/${this.name}`;
+  }
+}
+
+/** Declares a queue table; every problem is a `DeclarationError` thrown here. */
+export function defineTable(declaration: TableDeclaration): QueueTable {
+  return new QueueTable(declaration);
+}
+

@@ -1,0 +1,146 @@
+import type { Statement } from '../statement.js';
+import type { IsolationLevel, SqliteBeginMode, TableSpec } from '../table/table-spec.js';
+
+export type DialectName = 'postgres' | 'mysql' | 'sqlite';
+
+/** What a database can do; claim forms and suites branch on these, never on the database name. */
+export interface DialectCapabilities {
+  /** `SELECT … FOR UPDATE SKIP LOCKED` exists: the row lock form is possible. */
+  readonly supportsRowLock: boolean;
+  /** `UPDATE … RETURNING` (Postgres, SQLite). MariaDB 10.11 and MySQL lack it. */
+  readonly supportsUpdateReturning: boolean;
+  /** `DELETE … RETURNING` (Postgres, SQLite, MariaDB). */
+  readonly supportsDeleteReturning: boolean;
+  /** `INSERT … RETURNING` (Postgres, SQLite, MariaDB). */
+  readonly supportsInsertReturning: boolean;
+  /** One writer at a time: only one claim may run at once (WP-7). */
+  readonly hasSingleWriter: boolean;
+  /** The lease claim is a multi-statement transaction that locks what it reads (WP-7). */
+  readonly leaseClaimLocksRows: boolean;
+  /** The lease claim statement returns rows whose attempt is already counted. */
+  readonly leaseClaimReturnsCountedAttempt: boolean;
+  /** Isolation levels a claim transaction can be opened at. */
+  readonly isolationLevels: readonly IsolationLevel[];
+}
+
+/**
+ * The columns of a queue table as found in the database when a subscription opens, in table
+ * order. Statements that copy or return whole rows name them explicitly.
+ */
+export type TableColumns = readonly string[];
+
+/** A dead-letter destination. */
+export type DeadLetterTarget =
+  | { readonly kind: 'group'; readonly group: string }
+  | { readonly kind: 'table'; readonly schema: string | undefined; readonly name: string };
+
+/**
+ * Statements that open, end and mark transactions. MySQL opens a transaction at a level with
+ * two statements (`SET TRANSACTION …` then `START TRANSACTION`), so `begin` returns a list.
+ */
+export interface SessionStatements {
+  /** Refuses a level the database cannot open with `UnsupportedError`. */
+  begin(options?: { isolation?: IsolationLevel | undefined; sqliteBegin?: SqliteBeginMode | undefined }): Statement[];
+  commit(): Statement;
+  rollback(): Statement;
+  /** `SELECT VERSION()` or its equivalent; one row, one column named `version`. */
+  serverVersion(): Statement;
+}
+
+/**
+ * Row lock form: the claim runs in a transaction that stays open while the handler works; the
+ * settlement statements run in it and the caller commits.
+ * Claim params: `group` (grouped tables), `now` (tables with retryAfter), `limit`.
+ */
+export interface RowLockStatements {
+  claim(spec: TableSpec, columns: TableColumns): Statement;
+  /** `attempt = attempt + 1`, or `undefined` without an attempt column (the rollback releases). */
+  retry(spec: TableSpec): Statement | undefined;
+  /** `retry_after = :retryAfterAt` and `attempt + 1`; `undefined` without a retryAfter column. */
+  retryAfter(spec: TableSpec): Statement | undefined;
+}
+
+/**
+ * Lease form: `locked_until` is the ownership token. Every settlement names it (`held`) and a
+ * settlement that affects no row means the lease was lost.
+ */
+export interface LeaseStatements {
+  /**
+   * The claim. Postgres and SQLite: one statement (params among `group`, `now`, `leaseNow`,
+   * `limit`, `lockedUntil`). MySQL/MariaDB: a `select` run in a READ COMMITTED transaction
+   * (`beginClaim`) and a `stamp` per selected row (`lockedUntil`, `id`, `leaseNow`), then commit.
+   */
+  claim(spec: TableSpec, columns: TableColumns): LeaseClaim;
+  /** Clears the lease (`id`, `held`): retry, and rows handed back unhandled on stop. */
+  release(spec: TableSpec): Statement;
+  /** `retry_after = :retryAfterAt`, lease cleared; `undefined` without a retryAfter column. */
+  retryAfter(spec: TableSpec): Statement | undefined;
+  /** Renewal: `locked_until = :lockedUntil WHERE id = :id AND locked_until = :held`. */
+  extend(spec: TableSpec): Statement;
+}
+
+export type LeaseClaim =
+  | { readonly kind: 'single'; readonly statement: Statement }
+  | {
+      readonly kind: 'selectThenStamp';
+      readonly begin: Statement[];
+      readonly select: Statement;
+      readonly stamp: Statement;
+    };
+
+/**
+ * Settlements that finish or move a row. With `fenced: true` (lease form) each statement also
+ * requires `locked_until = :held` and clears the lease where the row stays.
+ * Params: `id`, `held` when fenced, `now` for the processedAt mark, `destination` for groups.
+ */
+export interface SettleStatements {
+  /** Ack and drop: delete, or mark `processed_at = :now`. */
+  finish(spec: TableSpec, options: { fenced: boolean }): Statement;
+  /**
+   * Dead letter. Into a group: one update. Into a table: Postgres one statement; MySQL and
+   * SQLite an insert-select then a delete, run by the caller in one transaction. A fenced copy
+   * writes NULL into the destination's lockedUntil column.
+   */
+  deadLetter(
+    spec: TableSpec,
+    columns: TableColumns,
+    target: DeadLetterTarget,
+    options: { fenced: boolean },
+  ): Statement[];
+}
+
+/** Inserts written by publish. */
+export interface InsertStatements {
+  /**
+   * A multi-row insert of `rowCount` rows over `columns` (params `column:<name>` repeated per row,
+   * row after row). Returns the id column where the database supports `INSERT … RETURNING`.
+   */
+  rows(spec: TableSpec, columns: readonly string[], rowCount: number): Statement;
+}
+
+/** Statements about the table itself. */
+export interface SchemaStatements {
+  /** Selects no row but every column, so a driver can read the table's column names. */
+  probeColumns(spec: TableSpec): Statement;
+  /**
+   * `CREATE TABLE` for the declared roles plus the claim-order index, as separate statements.
+   * `options.mariadb` renders MariaDB's spelling where it differs.
+   */
+  createTable(spec: TableSpec, options?: { mariadb?: boolean }): string[];
+}
+
+export interface Dialect {
+  readonly name: DialectName;
+  readonly capabilities: DialectCapabilities;
+  readonly session: SessionStatements;
+  readonly rowLock: RowLockStatements;
+  readonly lease: LeaseStatements;
+  readonly settle: SettleStatements;
+  readonly insert: InsertStatements;
+  readonly schema: SchemaStatements;
+  /**
+   * Checks a table against what this database can do (row lock on SQLite, identifier limits,
+   * isolation levels); throws `UnsupportedError` or `DeclarationError` naming the fix.
+   */
+  validateTable(spec: TableSpec): void;
+}

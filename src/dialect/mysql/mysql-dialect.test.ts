@@ -1,0 +1,361 @@
+import { describe, expect, it } from 'vitest';
+import { DeclarationError, ServerVersionError, UnsupportedError } from '../../errors.js';
+import { createTableSpec } from '../../table/table-spec.js';
+import { BACKTICK_STYLE } from '../quoting.js';
+import {
+  collapseWhitespace,
+  everyRoleLeaseTable,
+  everyRoleTable,
+  fifoSerializableTable,
+  minimalLeaseTable,
+  minimalTable,
+  reservedWordTable,
+  schemaQualifiedTable,
+  statementText,
+} from '../test-tables.fixture.js';
+import { checkMysqlServerVersion, createMysqlDialect, parseMysqlServerVersion } from './mysql-dialect.js';
+
+const mysql = createMysqlDialect({ mariadb: false });
+const mariadb = createMysqlDialect({ mariadb: true });
+const EVERY_ROLE_COLUMNS = '`job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `meta`, `payload`';
+const EVERY_LEASE_COLUMNS =
+  '`job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload`';
+
+describe('mysql capabilities', () => {
+  it('gives MariaDB DELETE and INSERT … RETURNING, and neither flavour UPDATE … RETURNING', () => {
+    expect(mysql.capabilities).toMatchObject({
+      supportsRowLock: true,
+      supportsUpdateReturning: false,
+      supportsDeleteReturning: false,
+      supportsInsertReturning: false,
+      leaseClaimLocksRows: true,
+      leaseClaimReturnsCountedAttempt: false,
+    });
+    expect(mariadb.capabilities).toMatchObject({
+      supportsUpdateReturning: false,
+      supportsDeleteReturning: true,
+      supportsInsertReturning: true,
+    });
+  });
+});
+
+describe('mysql session', () => {
+  it('names the level before every transaction, read committed by default', () => {
+    expect(mysql.session.begin().map(statementText)).toEqual([
+      { name: 'session.isolation', sql: 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED', params: [] },
+      { name: 'session.begin', sql: 'START TRANSACTION', params: [] },
+    ]);
+    expect(mysql.session.begin({ isolation: 'read uncommitted' })[0]?.sql).toBe('SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED');
+    expect(mysql.session.begin({ isolation: 'repeatable read', sqliteBegin: 'immediate' })[0]?.sql).toBe(
+      'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ',
+    );
+  });
+
+  it('refuses a level that is not one', () => {
+    expect(() => mysql.session.begin({ isolation: 'chaos' as 'serializable' })).toThrow(DeclarationError);
+  });
+
+  it('commits, rolls back and reads VERSION()', () => {
+    expect(statementText(mysql.session.commit())).toEqual({ name: 'session.commit', sql: 'COMMIT', params: [] });
+    expect(statementText(mysql.session.rollback())).toEqual({ name: 'session.rollback', sql: 'ROLLBACK', params: [] });
+    expect(statementText(mysql.session.serverVersion())).toEqual({
+      name: 'session.serverVersion',
+      sql: 'SELECT VERSION() AS version',
+      params: [],
+    });
+  });
+});
+
+describe('mysql rowLock.claim', () => {
+  it('claims a minimal table by id alone', () => {
+    expect(statementText(mysql.rowLock.claim(minimalTable.spec, minimalTable.columns))).toEqual({
+      name: 'rowLock.claim',
+      sql: 'SELECT `id`, `body` FROM `jobs` ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED',
+      params: ['limit'],
+    });
+  });
+
+  it('adds a condition and an order column per role', () => {
+    expect(statementText(mariadb.rowLock.claim(everyRoleTable.spec, everyRoleTable.columns))).toEqual({
+      name: 'rowLock.claim',
+      sql: `SELECT ${EVERY_ROLE_COLUMNS} FROM \`email_jobs\` WHERE \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT ? FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'now', 'limit'],
+    });
+  });
+});
+
+describe('mysql rowLock.retry and rowLock.retryAfter', () => {
+  it('counts the attempt and delays', () => {
+    expect(statementText(mysql.rowLock.retry(everyRoleTable.spec)!)).toEqual({
+      name: 'rowLock.retry',
+      sql: 'UPDATE `email_jobs` SET `attempt` = `attempt` + 1 WHERE `job_id` = ?',
+      params: ['id'],
+    });
+    expect(statementText(mysql.rowLock.retryAfter(everyRoleTable.spec)!)).toEqual({
+      name: 'rowLock.retryAfter',
+      sql: 'UPDATE `email_jobs` SET `retry_after` = ?, `attempt` = `attempt` + 1 WHERE `job_id` = ?',
+      params: ['retryAfterAt', 'id'],
+    });
+    expect(mysql.rowLock.retry(minimalTable.spec)).toBeUndefined();
+    expect(mysql.rowLock.retryAfter(minimalTable.spec)).toBeUndefined();
+  });
+});
+
+describe('mysql lease.claim', () => {
+  it('selects with row locks in a read committed transaction, then stamps each row', () => {
+    const claim = mysql.lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns);
+    if (claim.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
+    expect(claim.begin.map(statementText)).toEqual([
+      { name: 'session.isolation', sql: 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED', params: [] },
+      { name: 'session.begin', sql: 'START TRANSACTION', params: [] },
+    ]);
+    expect(statementText(claim.select)).toEqual({
+      name: 'lease.claim',
+      sql: `SELECT ${EVERY_LEASE_COLUMNS} FROM \`email_jobs\` WHERE \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL AND (\`locked_until\` IS NULL OR \`locked_until\` <= ?) ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT ? FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'now', 'leaseNow', 'limit'],
+    });
+    expect(statementText(claim.stamp)).toEqual({
+      name: 'lease.stamp',
+      sql: 'UPDATE `email_jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `job_id` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?)',
+      params: ['lockedUntil', 'id', 'leaseNow'],
+    });
+  });
+
+  it('claims at read committed whatever the table declares', () => {
+    const spec = createTableSpec({ table: 'jobs', id: 'id', lockedUntil: 'locked_until', isolation: 'serializable' });
+    const claim = mysql.lease.claim(spec, ['id', 'locked_until']);
+    if (claim.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
+    expect(claim.begin[0]?.sql).toBe('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  });
+
+  it('stamps only the lease without an attempt column, quoting reserved words', () => {
+    const minimal = mysql.lease.claim(minimalLeaseTable.spec, minimalLeaseTable.columns);
+    if (minimal.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
+    expect(statementText(minimal.stamp)).toEqual({
+      name: 'lease.stamp',
+      sql: 'UPDATE `jobs` SET `locked_until` = ? WHERE `id` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?)',
+      params: ['lockedUntil', 'id', 'leaseNow'],
+    });
+    const reserved = mariadb.lease.claim(reservedWordTable.spec, reservedWordTable.columns);
+    if (reserved.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
+    expect(statementText(reserved.select)).toEqual({
+      name: 'lease.claim',
+      sql: 'SELECT `select`, `group`, `from`, `limit`, `where`, `table` FROM `user`.`order` WHERE `group` = ? AND `from` <= ? AND (`where` IS NULL OR `where` <= ?) ORDER BY `from`, `select` LIMIT ? FOR UPDATE SKIP LOCKED',
+      params: ['group', 'now', 'leaseNow', 'limit'],
+    });
+    expect(statementText(reserved.stamp)).toEqual({
+      name: 'lease.stamp',
+      sql: 'UPDATE `user`.`order` SET `where` = ?, `limit` = `limit` + 1 WHERE `select` = ? AND (`where` IS NULL OR `where` <= ?)',
+      params: ['lockedUntil', 'id', 'leaseNow'],
+    });
+  });
+
+  it('refuses FIFO groups until their claim exists', () => {
+    const fifo = createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true }, lockedUntil: 'locked_until' });
+    expect(() => mysql.lease.claim(fifo, ['id', 'queue', 'locked_until'])).toThrow(UnsupportedError);
+  });
+});
+
+describe('mysql lease settlements', () => {
+  const spec = everyRoleLeaseTable.spec;
+
+  it('releases, delays and extends under the held token', () => {
+    expect(statementText(mysql.lease.release(spec))).toEqual({
+      name: 'lease.release',
+      sql: 'UPDATE `email_jobs` SET `locked_until` = NULL WHERE `job_id` = ? AND `locked_until` = ?',
+      params: ['id', 'held'],
+    });
+    expect(statementText(mysql.lease.retryAfter(spec)!)).toEqual({
+      name: 'lease.retryAfter',
+      sql: 'UPDATE `email_jobs` SET `retry_after` = ?, `locked_until` = NULL WHERE `job_id` = ? AND `locked_until` = ?',
+      params: ['retryAfterAt', 'id', 'held'],
+    });
+    expect(statementText(mysql.lease.extend(spec))).toEqual({
+      name: 'lease.extend',
+      sql: 'UPDATE `email_jobs` SET `locked_until` = ? WHERE `job_id` = ? AND `locked_until` = ?',
+      params: ['lockedUntil', 'id', 'held'],
+    });
+  });
+});
+
+describe('mysql settle.finish', () => {
+  it('deletes or marks, fenced or not', () => {
+    expect(statementText(mysql.settle.finish(minimalLeaseTable.spec, { fenced: true }))).toEqual({
+      name: 'settle.finish',
+      sql: 'DELETE FROM `jobs` WHERE `id` = ? AND `locked_until` = ?',
+      params: ['id', 'held'],
+    });
+    expect(statementText(mysql.settle.finish(everyRoleTable.spec, { fenced: false }))).toEqual({
+      name: 'settle.finish',
+      sql: 'UPDATE `email_jobs` SET `processed_at` = ? WHERE `job_id` = ?',
+      params: ['now', 'id'],
+    });
+    expect(statementText(mysql.settle.finish(everyRoleLeaseTable.spec, { fenced: true }))).toEqual({
+      name: 'settle.finish',
+      sql: 'UPDATE `email_jobs` SET `processed_at` = ?, `locked_until` = NULL WHERE `job_id` = ? AND `locked_until` = ?',
+      params: ['now', 'id', 'held'],
+    });
+  });
+});
+
+describe('mysql settle.deadLetter', () => {
+  it('moves the row into a group', () => {
+    const target = { kind: 'group', group: 'dead' } as const;
+    expect(mysql.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, target, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: 'UPDATE `email_jobs` SET `queue` = ?, `locked_until` = NULL WHERE `job_id` = ? AND `locked_until` = ?',
+        params: ['destination', 'id', 'held'],
+      },
+    ]);
+    expect(() => mysql.settle.deadLetter(minimalTable.spec, minimalTable.columns, target, { fenced: false })).toThrow(DeclarationError);
+  });
+
+  it('copies then deletes, on MariaDB too', () => {
+    const target = { kind: 'table', schema: undefined, name: 'email_jobs_dead' } as const;
+    expect(mariadb.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, target, { fenced: false }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter.copy',
+        sql: `INSERT INTO \`email_jobs_dead\` (${EVERY_ROLE_COLUMNS}) SELECT ${EVERY_ROLE_COLUMNS} FROM \`email_jobs\` WHERE \`job_id\` = ?`,
+        params: ['id'],
+      },
+      { name: 'settle.deadLetter.remove', sql: 'DELETE FROM `email_jobs` WHERE `job_id` = ?', params: ['id'] },
+    ]);
+  });
+
+  it('fences both halves and writes NULL for the lease', () => {
+    const target = { kind: 'table', schema: 'archive', name: 'jobs' } as const;
+    expect(mysql.settle.deadLetter(schemaQualifiedTable.spec, schemaQualifiedTable.columns, target, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter.copy',
+        sql: 'INSERT INTO `archive`.`jobs` (`id`, `queue`, `locked_until`, `payload`) SELECT `id`, `queue`, NULL, `payload` FROM `app`.`jobs` WHERE `id` = ? AND `locked_until` = ?',
+        params: ['id', 'held'],
+      },
+      {
+        name: 'settle.deadLetter.remove',
+        sql: 'DELETE FROM `app`.`jobs` WHERE `id` = ? AND `locked_until` = ?',
+        params: ['id', 'held'],
+      },
+    ]);
+  });
+
+  it('refuses a destination that is not an identifier', () => {
+    const target = { kind: 'table', schema: undefined, name: 'jobs`; DROP TABLE x' } as const;
+    expect(() => mysql.settle.deadLetter(minimalTable.spec, minimalTable.columns, target, { fenced: false })).toThrow(DeclarationError);
+  });
+});
+
+describe('mysql insert.rows', () => {
+  it('returns ids on MariaDB only', () => {
+    expect(statementText(mysql.insert.rows(everyRoleTable.spec, ['queue', 'payload'], 2))).toEqual({
+      name: 'insert.rows',
+      sql: 'INSERT INTO `email_jobs` (`queue`, `payload`) VALUES (?, ?), (?, ?)',
+      params: ['column:queue', 'column:payload', 'column:queue', 'column:payload'],
+    });
+    expect(statementText(mariadb.insert.rows(everyRoleTable.spec, ['payload'], 1))).toEqual({
+      name: 'insert.rows',
+      sql: 'INSERT INTO `email_jobs` (`payload`) VALUES (?) RETURNING `job_id`',
+      params: ['column:payload'],
+    });
+  });
+
+  it('writes rows of defaults as empty value lists', () => {
+    expect(statementText(mysql.insert.rows(minimalTable.spec, [], 3))).toEqual({
+      name: 'insert.rows',
+      sql: 'INSERT INTO `jobs` () VALUES (), (), ()',
+      params: [],
+    });
+    expect(mariadb.insert.rows(minimalTable.spec, [], 1).sql).toBe('INSERT INTO `jobs` () VALUES () RETURNING `id`');
+    expect(() => mysql.insert.rows(minimalTable.spec, [], 0)).toThrow(TypeError);
+  });
+});
+
+describe('mysql schema.probeColumns', () => {
+  it('selects every column of no row', () => {
+    expect(statementText(mysql.schema.probeColumns(reservedWordTable.spec))).toEqual({
+      name: 'schema.probeColumns',
+      sql: 'SELECT * FROM `user`.`order` WHERE 1 = 0',
+      params: [],
+    });
+  });
+});
+
+describe('mysql schema.createTable', () => {
+  it('renders every role for InnoDB, the same for both flavours', () => {
+    const expected = [
+      'CREATE TABLE `email_jobs` (`job_id` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, `queue` VARCHAR(255) NOT NULL, `priority` SMALLINT NOT NULL DEFAULT 0, `customer` VARCHAR(255) NULL, `retry_after` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), `attempt` SMALLINT NOT NULL DEFAULT 1, `processed_at` DATETIME(6) NULL, `locked_until` DATETIME NULL, `meta` JSON NULL, `payload` LONGBLOB NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+      'CREATE INDEX `email_jobs_claim_order` ON `email_jobs` (`queue`, `processed_at`, `priority`, `retry_after`, `job_id`)',
+    ];
+    expect(mysql.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual(expected);
+    expect(mariadb.schema.createTable(everyRoleLeaseTable.spec, { mariadb: true }).map(collapseWhitespace)).toEqual(expected);
+  });
+
+  it('renders supplied ids in a schema, and no index the primary key already is', () => {
+    expect(mysql.schema.createTable(schemaQualifiedTable.spec).map(collapseWhitespace)).toEqual([
+      'CREATE TABLE `app`.`jobs` (`id` VARCHAR(255) NOT NULL PRIMARY KEY, `queue` VARCHAR(255) NOT NULL, `locked_until` DATETIME NULL, `payload` LONGBLOB NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+      'CREATE INDEX `jobs_claim_order` ON `app`.`jobs` (`queue`, `id`)',
+    ]);
+    expect(mysql.schema.createTable(minimalTable.spec)).toHaveLength(1);
+  });
+
+  it('shortens a long index name to 64 characters with a stable hash', () => {
+    const long = 'q'.repeat(60);
+    const [, index] = mysql.schema.createTable(createTableSpec({ table: long, id: 'id', priority: 'priority' }));
+    const name = /^CREATE INDEX `([^`]+)`/.exec(index ?? '')?.[1] ?? '';
+    expect(name).toMatch(/^q+_[0-9a-f]{8}_claim_order$/);
+    expect(name).toHaveLength(64);
+    const other = mysql.schema.createTable(createTableSpec({ table: `${'q'.repeat(59)}r`, id: 'id', priority: 'priority' }))[1];
+    expect(other).not.toContain(name);
+  });
+});
+
+describe('mysql validateTable', () => {
+  it('refuses FIFO row lock tables at serializable', () => {
+    expect(() => mysql.validateTable(fifoSerializableTable.spec)).toThrow(UnsupportedError);
+    const atReadCommitted = createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true } });
+    expect(() => mariadb.validateTable(atReadCommitted)).not.toThrow();
+    expect(() => mysql.validateTable(everyRoleTable.spec)).not.toThrow();
+  });
+});
+
+describe('mysql quoting', () => {
+  it('doubles a backtick inside a name', () => {
+    expect(BACKTICK_STYLE.quoteIdentifier('a`b')).toBe('`a``b`');
+  });
+});
+
+describe('parseMysqlServerVersion', () => {
+  it.each([
+    ['8.0.36', { flavor: 'mysql', major: 8, minor: 0, patch: 36 }],
+    ['8.4.0-log', { flavor: 'mysql', major: 8, minor: 4, patch: 0 }],
+    ['10.11.19-MariaDB-0+deb12u1', { flavor: 'mariadb', major: 10, minor: 11, patch: 19 }],
+    ['10.6.16-MariaDB-1:10.6.16+maria~ubu2004', { flavor: 'mariadb', major: 10, minor: 6, patch: 16 }],
+    ['5.5.5-10.11.6-MariaDB', { flavor: 'mariadb', major: 10, minor: 11, patch: 6 }],
+  ])('reads %s', (text, expected) => {
+    expect(parseMysqlServerVersion(text)).toEqual(expected);
+  });
+
+  it.each(['garbage', '8.0', '', 'MariaDB'])('refuses %j as malformed, naming it', (text) => {
+    expect(() => parseMysqlServerVersion(text)).toThrow(ServerVersionError);
+    expect(() => parseMysqlServerVersion(text)).toThrow(JSON.stringify(text));
+  });
+});
+
+describe('checkMysqlServerVersion', () => {
+  it.each(['8.0.1', '8.0.36', '8.4.0-log', '10.6.0-MariaDB', '10.11.19-MariaDB-0+deb12u1', '11.4.2-MariaDB'])(
+    'accepts %s',
+    (text) => {
+      expect(() => checkMysqlServerVersion(text)).not.toThrow();
+    },
+  );
+
+  it('refuses servers without SKIP LOCKED, naming found and required versions', () => {
+    expect(() => checkMysqlServerVersion('8.0.0')).toThrow(/MySQL 8\.0\.0 is older than MySQL 8\.0\.1/);
+    expect(() => checkMysqlServerVersion('5.7.44-log')).toThrow(ServerVersionError);
+    expect(() => checkMysqlServerVersion('10.5.23-MariaDB')).toThrow(/MariaDB 10\.5\.23 is older than MariaDB 10\.6\.0/);
+    expect(() => checkMysqlServerVersion('8.0')).toThrow(ServerVersionError);
+    expect(() => checkMysqlServerVersion('10.5.23-MariaDB')).toThrow(
+      expect.objectContaining({ found: '10.5.23-MariaDB', required: 'MariaDB 10.6.0' }),
+    );
+  });
+});

@@ -1,0 +1,133 @@
+import { UnsupportedError } from '../../errors.js';
+import type { Statement } from '../../statement.js';
+import type { IsolationLevel, TableSpec } from '../../table/table-spec.js';
+import { mysqlCapabilities } from '../capabilities.js';
+import { leaseIsFree, refuseUnbuiltClaims, skipLockedSelect, tableOf } from '../claim-clauses.js';
+import type { Dialect, LeaseClaim, TableColumns } from '../dialect.js';
+import {
+  createLeaseSettlements,
+  createRowLockStatements,
+  createSettleStatements,
+  isolationLevelSql,
+  leaseStampAssignments,
+  renderInsertRows,
+  renderProbeColumns,
+} from '../portable-statements.js';
+import { BACKTICK_STYLE, identifier, param, renderStatement, sql } from '../quoting.js';
+import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
+import { renderMysqlCreateTable } from './mysql-ddl.js';
+
+const style = BACKTICK_STYLE;
+
+/** MySQL 8 and MariaDB 10.6+: one dialect; what MariaDB adds shows in the capabilities only. */
+export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
+  const database = options.mariadb ? 'mariadb' : 'mysql';
+  const capabilities = mysqlCapabilities(options);
+  const begin = (isolation: IsolationLevel = 'read committed'): Statement[] => [
+    renderStatement(style, 'session.isolation', sql`SET TRANSACTION ISOLATION LEVEL ${isolationLevelSql(isolation)}`),
+    renderStatement(style, 'session.begin', sql`START TRANSACTION`),
+  ];
+  return Object.freeze({
+    name: 'mysql',
+    capabilities,
+    session: Object.freeze({
+      // SET TRANSACTION applies to the next transaction only, so each begin names its level.
+      begin: (beginOptions?: { isolation?: IsolationLevel | undefined }) => begin(beginOptions?.isolation),
+      commit: () => renderStatement(style, 'session.commit', sql`COMMIT`),
+      rollback: () => renderStatement(style, 'session.rollback', sql`ROLLBACK`),
+      serverVersion: () => renderStatement(style, 'session.serverVersion', sql`SELECT VERSION() AS version`),
+    }),
+    rowLock: Object.freeze(createRowLockStatements(style, database)),
+    lease: Object.freeze({
+      // Without UPDATE … RETURNING the claim reads with row locks, then stamps each row. READ
+      // COMMITTED whatever the table declares: no gap locks, so publishers are never blocked.
+      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => {
+        refuseUnbuiltClaims(spec, database);
+        return {
+          kind: 'selectThenStamp',
+          begin: begin('read committed'),
+          select: renderStatement(style, 'lease.claim', skipLockedSelect(spec, columns, 'lease')),
+          stamp: renderLeaseStamp(spec),
+        };
+      },
+      ...createLeaseSettlements(style),
+    }),
+    // MariaDB's DELETE … RETURNING cannot feed an INSERT, so both flavours copy then delete.
+    settle: Object.freeze(createSettleStatements(style)),
+    insert: Object.freeze({
+      rows: (spec: TableSpec, columns: readonly string[], rowCount: number) =>
+        renderInsertRows(style, spec, columns, rowCount, {
+          returnsId: capabilities.supportsInsertReturning,
+          rowOfDefaults: 'emptyValueLists',
+        }),
+    }),
+    schema: Object.freeze({
+      probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
+      createTable: (spec: TableSpec) => renderMysqlCreateTable(spec),
+    }),
+    validateTable: (spec: TableSpec) => refuseFifoRowLockAtSerializable(spec, database),
+  });
+}
+
+/**
+ * Stamps one selected row. The row is locked by the select already; the lease condition is
+ * repeated so a stamp can never overwrite a live lease, whatever ran before it.
+ */
+function renderLeaseStamp(spec: TableSpec): Statement {
+  return renderStatement(
+    style,
+    'lease.stamp',
+    sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} = ${param('id')} AND ${leaseIsFree(spec)}`,
+  );
+}
+
+/**
+ * The FIFO group guard compares a plain count of the group's unfinished rows with a SKIP LOCKED
+ * count. At SERIALIZABLE InnoDB turns the plain count into a locking read, which waits behind the
+ * rows a held claim locks instead of counting them. Lease claims always run at READ COMMITTED.
+ */
+function refuseFifoRowLockAtSerializable(spec: TableSpec, database: string): void {
+  if (spec.group?.fifo !== true || spec.form !== 'rowLock' || spec.isolation !== 'serializable') return;
+  throw new UnsupportedError({
+    database,
+    feature: 'fifo groups at serializable',
+    message: `table "${spec.qualifiedName}" has a FIFO group in the row lock form at serializable, where the group guard cannot work on ${database}; declare isolation: "read committed" or add lockedUntil for the lease form`,
+  });
+}
+
+export interface MysqlServerVersion extends VersionNumber {
+  readonly flavor: 'mysql' | 'mariadb';
+}
+
+const MYSQL_FLOOR: VersionNumber = { major: 8, minor: 0, patch: 1 };
+const MARIADB_FLOOR: VersionNumber = { major: 10, minor: 6, patch: 0 };
+const REQUIRED = 'MySQL 8.0.1 or MariaDB 10.6';
+
+/**
+ * Reads `SELECT VERSION()`: `8.0.36`, `8.4.0-log`, `10.11.6-MariaDB-1:10.11.6+maria~ubu2204`.
+ * MariaDB before 11 may report `5.5.5-10.11.6-MariaDB`: the prefix made old replication clients,
+ * which expected a 5.x server, accept it.
+ */
+export function parseMysqlServerVersion(text: string): MysqlServerVersion {
+  const trimmed = String(text).trim();
+  const flavor = /mariadb/i.test(trimmed) ? 'mariadb' : 'mysql';
+  const version = parseDottedVersion(flavor === 'mariadb' ? trimmed.replace(/^5\.5\.5-/, '') : trimmed);
+  if (version === undefined) {
+    throw unreadableVersion({ product: 'MySQL or MariaDB', found: String(text), required: REQUIRED });
+  }
+  return { flavor, ...version };
+}
+
+/** Refuses servers without `FOR UPDATE SKIP LOCKED`: MySQL before 8.0.1, MariaDB before 10.6. */
+export function checkMysqlServerVersion(text: string): MysqlServerVersion {
+  const version = parseMysqlServerVersion(text);
+  const isMariadb = version.flavor === 'mariadb';
+  requireVersion({
+    product: isMariadb ? 'MariaDB' : 'MySQL',
+    found: String(text),
+    version,
+    floor: isMariadb ? MARIADB_FLOOR : MYSQL_FLOOR,
+    why: 'FOR UPDATE SKIP LOCKED',
+  });
+  return version;
+}

@@ -1,0 +1,387 @@
+import { describe, expect, it } from 'vitest';
+import { DeclarationError, ServerVersionError, UnsupportedError } from '../../errors.js';
+import { createTableSpec } from '../../table/table-spec.js';
+import { DOUBLE_QUOTE_STYLE } from '../quoting.js';
+import {
+  advisoryKeyTable,
+  collapseWhitespace,
+  everyRoleLeaseTable,
+  everyRoleTable,
+  minimalLeaseTable,
+  minimalTable,
+  reservedWordTable,
+  schemaQualifiedTable,
+  statementText,
+} from '../test-tables.fixture.js';
+import { checkPostgresServerVersion, createPostgresDialect } from './postgres-dialect.js';
+
+const postgres = createPostgresDialect();
+const EVERY_ROLE_COLUMNS = '"job_id", "queue", "priority", "customer", "retry_after", "attempt", "processed_at", "meta", "payload"';
+const EVERY_LEASE_COLUMNS =
+  '"job_id", "queue", "priority", "customer", "retry_after", "attempt", "processed_at", "locked_until", "meta", "payload"';
+
+describe('postgres session', () => {
+  it('begins at the server default level, or at the declared one', () => {
+    expect(postgres.session.begin().map(statementText)).toEqual([{ name: 'session.begin', sql: 'BEGIN', params: [] }]);
+    expect(postgres.session.begin({ isolation: 'repeatable read' }).map(statementText)).toEqual([
+      { name: 'session.begin', sql: 'BEGIN ISOLATION LEVEL REPEATABLE READ', params: [] },
+    ]);
+    expect(postgres.session.begin({ isolation: 'serializable' })[0]?.sql).toBe('BEGIN ISOLATION LEVEL SERIALIZABLE');
+    expect(postgres.session.begin({ isolation: 'read committed' })[0]?.sql).toBe('BEGIN ISOLATION LEVEL READ COMMITTED');
+  });
+
+  it('ignores the SQLite begin mode', () => {
+    expect(postgres.session.begin({ sqliteBegin: 'immediate' })[0]?.sql).toBe('BEGIN');
+  });
+
+  it('refuses read uncommitted, which Postgres would run as read committed', () => {
+    expect(() => postgres.session.begin({ isolation: 'read uncommitted' })).toThrow(UnsupportedError);
+  });
+
+  it('commits, rolls back and reads the version number', () => {
+    expect(statementText(postgres.session.commit())).toEqual({ name: 'session.commit', sql: 'COMMIT', params: [] });
+    expect(statementText(postgres.session.rollback())).toEqual({ name: 'session.rollback', sql: 'ROLLBACK', params: [] });
+    expect(statementText(postgres.session.serverVersion())).toEqual({
+      name: 'session.serverVersion',
+      sql: "SELECT current_setting('server_version_num') AS version",
+      params: [],
+    });
+  });
+});
+
+describe('postgres rowLock.claim', () => {
+  it('claims a minimal table by id alone', () => {
+    expect(statementText(postgres.rowLock.claim(minimalTable.spec, minimalTable.columns))).toEqual({
+      name: 'rowLock.claim',
+      sql: 'SELECT "id", "body" FROM "jobs" ORDER BY "id" LIMIT $1 FOR UPDATE SKIP LOCKED',
+      params: ['limit'],
+    });
+  });
+
+  it('adds a condition and an order column per role', () => {
+    expect(statementText(postgres.rowLock.claim(everyRoleTable.spec, everyRoleTable.columns))).toEqual({
+      name: 'rowLock.claim',
+      sql: `SELECT ${EVERY_ROLE_COLUMNS} FROM "email_jobs" WHERE "queue" = $1 AND "retry_after" <= $2 AND "processed_at" IS NULL ORDER BY "priority", "retry_after", "job_id" LIMIT $3 FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'now', 'limit'],
+    });
+  });
+
+  it('refuses FIFO groups and the database clock until their claims exist', () => {
+    const fifo = createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true } });
+    const databaseClock = createTableSpec({ table: 'jobs', id: 'id', clock: 'database' });
+    expect(() => postgres.rowLock.claim(fifo, ['id', 'queue'])).toThrow(UnsupportedError);
+    expect(() => postgres.rowLock.claim(databaseClock, ['id'])).toThrow(UnsupportedError);
+  });
+
+  it('needs the columns found in the table', () => {
+    expect(() => postgres.rowLock.claim(minimalTable.spec, [])).toThrow(TypeError);
+  });
+});
+
+describe('postgres rowLock.retry', () => {
+  it('counts the attempt, or has nothing to do without the column', () => {
+    expect(statementText(postgres.rowLock.retry(everyRoleTable.spec)!)).toEqual({
+      name: 'rowLock.retry',
+      sql: 'UPDATE "email_jobs" SET "attempt" = "attempt" + 1 WHERE "job_id" = $1',
+      params: ['id'],
+    });
+    expect(postgres.rowLock.retry(minimalTable.spec)).toBeUndefined();
+  });
+});
+
+describe('postgres rowLock.retryAfter', () => {
+  it('delays the row and counts the attempt', () => {
+    expect(statementText(postgres.rowLock.retryAfter(everyRoleTable.spec)!)).toEqual({
+      name: 'rowLock.retryAfter',
+      sql: 'UPDATE "email_jobs" SET "retry_after" = $1, "attempt" = "attempt" + 1 WHERE "job_id" = $2',
+      params: ['retryAfterAt', 'id'],
+    });
+  });
+
+  it('only delays without an attempt column, and is undefined without retryAfter', () => {
+    const delayOnly = createTableSpec({ table: 'jobs', id: 'id', retryAfter: 'run_at' });
+    expect(statementText(postgres.rowLock.retryAfter(delayOnly)!)).toEqual({
+      name: 'rowLock.retryAfter',
+      sql: 'UPDATE "jobs" SET "run_at" = $1 WHERE "id" = $2',
+      params: ['retryAfterAt', 'id'],
+    });
+    expect(postgres.rowLock.retryAfter(minimalTable.spec)).toBeUndefined();
+  });
+});
+
+describe('postgres lease.claim', () => {
+  it('locks, stamps and returns the rows as they were, in one statement', () => {
+    const claim = postgres.lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns);
+    expect(claim.kind).toBe('single');
+    if (claim.kind !== 'single') return;
+    expect(statementText(claim.statement)).toEqual({
+      name: 'lease.claim',
+      sql:
+        `WITH tablequeue_claimed AS (SELECT ${EVERY_LEASE_COLUMNS} FROM "email_jobs" WHERE "queue" = $1 AND "retry_after" <= $2 AND "processed_at" IS NULL AND ("locked_until" IS NULL OR "locked_until" <= $3) ORDER BY "priority", "retry_after", "job_id" LIMIT $4 FOR UPDATE SKIP LOCKED), ` +
+        `tablequeue_stamp AS (UPDATE "email_jobs" AS tablequeue_row SET "locked_until" = $5, "attempt" = tablequeue_row."attempt" + 1 FROM tablequeue_claimed WHERE tablequeue_row."job_id" = tablequeue_claimed."job_id") ` +
+        `SELECT ${EVERY_LEASE_COLUMNS} FROM tablequeue_claimed ORDER BY "priority", "retry_after", "job_id"`,
+      params: ['group', 'now', 'leaseNow', 'limit', 'lockedUntil'],
+    });
+  });
+
+  it('stamps only the lease on a table without an attempt column', () => {
+    const claim = postgres.lease.claim(minimalLeaseTable.spec, minimalLeaseTable.columns);
+    if (claim.kind !== 'single') throw new Error('expected one statement');
+    expect(statementText(claim.statement)).toEqual({
+      name: 'lease.claim',
+      sql:
+        'WITH tablequeue_claimed AS (SELECT "id", "body", "locked_until" FROM "jobs" WHERE ("locked_until" IS NULL OR "locked_until" <= $1) ORDER BY "id" LIMIT $2 FOR UPDATE SKIP LOCKED), ' +
+        'tablequeue_stamp AS (UPDATE "jobs" AS tablequeue_row SET "locked_until" = $3 FROM tablequeue_claimed WHERE tablequeue_row."id" = tablequeue_claimed."id") ' +
+        'SELECT "id", "body", "locked_until" FROM tablequeue_claimed ORDER BY "id"',
+      params: ['leaseNow', 'limit', 'lockedUntil'],
+    });
+  });
+
+  it('quotes reserved words in a schema-qualified table', () => {
+    const claim = postgres.lease.claim(reservedWordTable.spec, reservedWordTable.columns);
+    if (claim.kind !== 'single') throw new Error('expected one statement');
+    expect(statementText(claim.statement)).toEqual({
+      name: 'lease.claim',
+      sql:
+        'WITH tablequeue_claimed AS (SELECT "select", "group", "from", "limit", "where", "table" FROM "user"."order" WHERE "group" = $1 AND "from" <= $2 AND ("where" IS NULL OR "where" <= $3) ORDER BY "from", "select" LIMIT $4 FOR UPDATE SKIP LOCKED), ' +
+        'tablequeue_stamp AS (UPDATE "user"."order" AS tablequeue_row SET "where" = $5, "limit" = tablequeue_row."limit" + 1 FROM tablequeue_claimed WHERE tablequeue_row."select" = tablequeue_claimed."select") ' +
+        'SELECT "select", "group", "from", "limit", "where", "table" FROM tablequeue_claimed ORDER BY "from", "select"',
+      params: ['group', 'now', 'leaseNow', 'limit', 'lockedUntil'],
+    });
+  });
+
+  it('needs a lockedUntil column', () => {
+    expect(() => postgres.lease.claim(everyRoleTable.spec, everyRoleTable.columns)).toThrow(DeclarationError);
+  });
+});
+
+describe('postgres lease settlements', () => {
+  const spec = everyRoleLeaseTable.spec;
+
+  it('release clears the lease while we still hold it', () => {
+    expect(statementText(postgres.lease.release(spec))).toEqual({
+      name: 'lease.release',
+      sql: 'UPDATE "email_jobs" SET "locked_until" = NULL WHERE "job_id" = $1 AND "locked_until" = $2',
+      params: ['id', 'held'],
+    });
+  });
+
+  it('retryAfter delays and clears the lease without counting again', () => {
+    expect(statementText(postgres.lease.retryAfter(spec)!)).toEqual({
+      name: 'lease.retryAfter',
+      sql: 'UPDATE "email_jobs" SET "retry_after" = $1, "locked_until" = NULL WHERE "job_id" = $2 AND "locked_until" = $3',
+      params: ['retryAfterAt', 'id', 'held'],
+    });
+    expect(postgres.lease.retryAfter(minimalLeaseTable.spec)).toBeUndefined();
+  });
+
+  it('extend moves the expiry from the held token to a new one', () => {
+    expect(statementText(postgres.lease.extend(spec))).toEqual({
+      name: 'lease.extend',
+      sql: 'UPDATE "email_jobs" SET "locked_until" = $1 WHERE "job_id" = $2 AND "locked_until" = $3',
+      params: ['lockedUntil', 'id', 'held'],
+    });
+  });
+
+  it('refuses a table without a lockedUntil column', () => {
+    expect(() => postgres.lease.release(minimalTable.spec)).toThrow(DeclarationError);
+    expect(() => postgres.lease.extend(minimalTable.spec)).toThrow(DeclarationError);
+  });
+});
+
+describe('postgres settle.finish', () => {
+  it('deletes, fenced or not', () => {
+    expect(statementText(postgres.settle.finish(minimalTable.spec, { fenced: false }))).toEqual({
+      name: 'settle.finish',
+      sql: 'DELETE FROM "jobs" WHERE "id" = $1',
+      params: ['id'],
+    });
+    expect(statementText(postgres.settle.finish(minimalLeaseTable.spec, { fenced: true }))).toEqual({
+      name: 'settle.finish',
+      sql: 'DELETE FROM "jobs" WHERE "id" = $1 AND "locked_until" = $2',
+      params: ['id', 'held'],
+    });
+  });
+
+  it('marks processed_at, clearing the lease when fenced', () => {
+    expect(statementText(postgres.settle.finish(everyRoleTable.spec, { fenced: false }))).toEqual({
+      name: 'settle.finish',
+      sql: 'UPDATE "email_jobs" SET "processed_at" = $1 WHERE "job_id" = $2',
+      params: ['now', 'id'],
+    });
+    expect(statementText(postgres.settle.finish(everyRoleLeaseTable.spec, { fenced: true }))).toEqual({
+      name: 'settle.finish',
+      sql: 'UPDATE "email_jobs" SET "processed_at" = $1, "locked_until" = NULL WHERE "job_id" = $2 AND "locked_until" = $3',
+      params: ['now', 'id', 'held'],
+    });
+  });
+
+  it('cannot fence a table without a lease column', () => {
+    expect(() => postgres.settle.finish(minimalTable.spec, { fenced: true })).toThrow(DeclarationError);
+  });
+});
+
+describe('postgres settle.deadLetter', () => {
+  const toGroup = { kind: 'group', group: 'dead' } as const;
+  const toTable = { kind: 'table', schema: undefined, name: 'email_jobs_dead' } as const;
+
+  it('moves the row into a group', () => {
+    expect(postgres.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, toGroup, { fenced: false }).map(statementText)).toEqual([
+      { name: 'settle.deadLetter', sql: 'UPDATE "email_jobs" SET "queue" = $1 WHERE "job_id" = $2', params: ['destination', 'id'] },
+    ]);
+    expect(postgres.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, toGroup, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: 'UPDATE "email_jobs" SET "queue" = $1, "locked_until" = NULL WHERE "job_id" = $2 AND "locked_until" = $3',
+        params: ['destination', 'id', 'held'],
+      },
+    ]);
+  });
+
+  it('refuses a group on a table without a group column', () => {
+    expect(() => postgres.settle.deadLetter(minimalTable.spec, minimalTable.columns, toGroup, { fenced: false })).toThrow(DeclarationError);
+  });
+
+  it('moves the row into a table in one statement', () => {
+    expect(postgres.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, toTable, { fenced: false }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: `WITH tablequeue_moved AS (DELETE FROM "email_jobs" WHERE "job_id" = $1 RETURNING ${EVERY_ROLE_COLUMNS}) INSERT INTO "email_jobs_dead" (${EVERY_ROLE_COLUMNS}) SELECT ${EVERY_ROLE_COLUMNS} FROM tablequeue_moved`,
+        params: ['id'],
+      },
+    ]);
+  });
+
+  it('writes NULL for the lease when a fenced row moves into a schema-qualified table', () => {
+    const target = { kind: 'table', schema: 'archive', name: 'jobs' } as const;
+    expect(postgres.settle.deadLetter(schemaQualifiedTable.spec, schemaQualifiedTable.columns, target, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: 'WITH tablequeue_moved AS (DELETE FROM "app"."jobs" WHERE "id" = $1 AND "locked_until" = $2 RETURNING "id", "queue", "locked_until", "payload") INSERT INTO "archive"."jobs" ("id", "queue", "locked_until", "payload") SELECT "id", "queue", NULL, "payload" FROM tablequeue_moved',
+        params: ['id', 'held'],
+      },
+    ]);
+  });
+
+  it('refuses a destination that is not a valid Postgres identifier', () => {
+    const columns = minimalTable.columns;
+    expect(() => postgres.settle.deadLetter(minimalTable.spec, columns, { kind: 'table', schema: undefined, name: 'a;b' }, { fenced: false })).toThrow(DeclarationError);
+    const longName = { kind: 'table', schema: undefined, name: 'é'.repeat(32) } as const;
+    expect(() => postgres.settle.deadLetter(minimalTable.spec, columns, longName, { fenced: false })).toThrow(/64 bytes/);
+  });
+});
+
+describe('postgres insert.rows', () => {
+  it('inserts rows of named columns and returns the ids', () => {
+    expect(statementText(postgres.insert.rows(everyRoleTable.spec, ['queue', 'payload'], 2))).toEqual({
+      name: 'insert.rows',
+      sql: 'INSERT INTO "email_jobs" ("queue", "payload") VALUES ($1, $2), ($3, $4) RETURNING "job_id"',
+      params: ['column:queue', 'column:payload', 'column:queue', 'column:payload'],
+    });
+  });
+
+  it('writes one row of defaults with DEFAULT VALUES', () => {
+    expect(statementText(postgres.insert.rows(minimalTable.spec, [], 1))).toEqual({
+      name: 'insert.rows',
+      sql: 'INSERT INTO "jobs" DEFAULT VALUES RETURNING "id"',
+      params: [],
+    });
+    expect(() => postgres.insert.rows(minimalTable.spec, [], 2)).toThrow(TypeError);
+  });
+
+  it('refuses zero rows', () => {
+    expect(() => postgres.insert.rows(everyRoleTable.spec, ['payload'], 0)).toThrow(TypeError);
+  });
+});
+
+describe('postgres schema.probeColumns', () => {
+  it('selects every column of no row', () => {
+    expect(statementText(postgres.schema.probeColumns(schemaQualifiedTable.spec))).toEqual({
+      name: 'schema.probeColumns',
+      sql: 'SELECT * FROM "app"."jobs" WHERE 1 = 0',
+      params: [],
+    });
+  });
+});
+
+describe('postgres schema.createTable', () => {
+  it('renders every role and a partial claim-order index', () => {
+    expect(postgres.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual([
+      'CREATE TABLE "email_jobs" ("job_id" BIGSERIAL PRIMARY KEY, "queue" TEXT NOT NULL, "priority" SMALLINT NOT NULL DEFAULT 0, "customer" TEXT NULL, "retry_after" TIMESTAMPTZ NOT NULL DEFAULT now(), "attempt" SMALLINT NOT NULL DEFAULT 1, "processed_at" TIMESTAMPTZ NULL, "locked_until" TIMESTAMPTZ NULL, "meta" JSONB NULL, "payload" BYTEA NOT NULL)',
+      'CREATE INDEX "email_jobs_claim_order" ON "email_jobs" ("queue", "priority", "retry_after", "job_id") WHERE "processed_at" IS NULL',
+    ]);
+  });
+
+  it('renders supplied ids in a schema', () => {
+    expect(postgres.schema.createTable(schemaQualifiedTable.spec).map(collapseWhitespace)).toEqual([
+      'CREATE TABLE "app"."jobs" ("id" TEXT PRIMARY KEY, "queue" TEXT NOT NULL, "locked_until" TIMESTAMPTZ NULL, "payload" BYTEA NOT NULL)',
+      'CREATE INDEX "jobs_claim_order" ON "app"."jobs" ("queue", "id")',
+    ]);
+  });
+
+  it('leaves out an index the primary key already is, and adds advisory key columns', () => {
+    expect(postgres.schema.createTable(minimalTable.spec).map(collapseWhitespace)).toEqual([
+      'CREATE TABLE "jobs" ("id" BIGSERIAL PRIMARY KEY)',
+    ]);
+    expect(postgres.schema.createTable(advisoryKeyTable.spec).map(collapseWhitespace)).toEqual([
+      'CREATE TABLE "jobs" ("id" BIGSERIAL PRIMARY KEY, "payload" BYTEA NOT NULL, "tenant" TEXT NULL)',
+    ]);
+  });
+
+  it('shortens a long index name to 63 bytes with a stable hash, cutting between characters', () => {
+    const spec = createTableSpec({ table: 'é'.repeat(31), id: 'id', group: 'queue' });
+    const [, index] = postgres.schema.createTable(spec);
+    const name = /^CREATE INDEX "([^"]+)"/.exec(index ?? '')?.[1] ?? '';
+    expect(name).toMatch(/^é+_[0-9a-f]{8}_claim_order$/);
+    expect(new TextEncoder().encode(name).length).toBeLessThanOrEqual(63);
+    expect(postgres.schema.createTable(spec)[1]).toBe(index);
+  });
+
+  it('refuses names Postgres would truncate', () => {
+    expect(() => postgres.schema.createTable(createTableSpec({ table: 'é'.repeat(32), id: 'id' }))).toThrow(DeclarationError);
+  });
+});
+
+describe('postgres validateTable', () => {
+  it('accepts names of up to 63 bytes', () => {
+    expect(() => postgres.validateTable(createTableSpec({ table: 'a'.repeat(63), id: 'é'.repeat(31) }))).not.toThrow();
+  });
+
+  it('counts bytes, not characters: 32 two-byte letters are 64 bytes', () => {
+    expect(() => postgres.validateTable(createTableSpec({ table: 'é'.repeat(32), id: 'id' }))).toThrow(/64 bytes/);
+    expect(() => postgres.validateTable(createTableSpec({ table: 'jobs', id: 'id', group: 'é'.repeat(32) }))).toThrow(DeclarationError);
+    expect(() => postgres.validateTable(createTableSpec({ schema: 'a'.repeat(64), table: 'jobs', id: 'id' }))).toThrow(DeclarationError);
+    const keyColumn = createTableSpec({ table: 'jobs', id: 'id', advisoryLock: `jobs-{${'k'.repeat(64)}}` });
+    expect(() => postgres.validateTable(keyColumn)).toThrow(DeclarationError);
+  });
+
+  it('refuses read uncommitted and accepts the other levels', () => {
+    expect(() => postgres.validateTable(createTableSpec({ table: 'jobs', id: 'id', isolation: 'read uncommitted' }))).toThrow(UnsupportedError);
+    expect(() => postgres.validateTable(createTableSpec({ table: 'jobs', id: 'id', isolation: 'serializable' }))).not.toThrow();
+  });
+});
+
+describe('postgres quoting', () => {
+  it('doubles a double quote inside a name', () => {
+    expect(DOUBLE_QUOTE_STYLE.quoteIdentifier('a"b')).toBe('"a""b"');
+    expect(DOUBLE_QUOTE_STYLE.quoteIdentifier('order')).toBe('"order"');
+  });
+});
+
+describe('checkPostgresServerVersion', () => {
+  it('reads server_version_num', () => {
+    expect(checkPostgresServerVersion('150020')).toEqual({ major: 15, minor: 20 });
+    expect(checkPostgresServerVersion('110000')).toEqual({ major: 11, minor: 0 });
+    expect(checkPostgresServerVersion(' 170002\n')).toEqual({ major: 17, minor: 2 });
+  });
+
+  it('refuses servers before 11, naming what it found', () => {
+    expect(() => checkPostgresServerVersion('100023')).toThrow(/PostgreSQL 10\.23 is older than PostgreSQL 11/);
+    expect(() => checkPostgresServerVersion('90624')).toThrow(/PostgreSQL 9\.6 /);
+  });
+
+  it('refuses text that is not a version number', () => {
+    expect(() => checkPostgresServerVersion('15.2 (Debian 15.2-1)')).toThrow(ServerVersionError);
+    expect(() => checkPostgresServerVersion('garbage')).toThrow(/"garbage"/);
+  });
+});

@@ -1,0 +1,164 @@
+import { ServerVersionError, UnsupportedError } from '../../errors.js';
+import type { Statement } from '../../statement.js';
+import { validatePostgresIdentifier } from '../../table/identifier.js';
+import { roleColumns, type IsolationLevel, type TableSpec } from '../../table/table-spec.js';
+import { POSTGRES_CAPABILITIES } from '../capabilities.js';
+import {
+  claimOrder,
+  columnList,
+  refuseUnbuiltClaims,
+  requireLeaseColumn,
+  rowFilter,
+  skipLockedSelect,
+  tableOf,
+} from '../claim-clauses.js';
+import type { DeadLetterTarget, Dialect, LeaseClaim, TableColumns } from '../dialect.js';
+import {
+  copiedColumns,
+  createLeaseSettlements,
+  createRowLockStatements,
+  createSettleStatements,
+  deadLetterTableOf,
+  isolationLevelSql,
+  renderInsertRows,
+  renderProbeColumns,
+} from '../portable-statements.js';
+import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql } from '../quoting.js';
+import { renderPostgresCreateTable } from './postgres-ddl.js';
+
+const DATABASE = 'postgres';
+const style = DOUBLE_QUOTE_STYLE;
+
+export function createPostgresDialect(): Dialect {
+  return Object.freeze({
+    name: 'postgres',
+    capabilities: POSTGRES_CAPABILITIES,
+    session: Object.freeze({
+      begin: (options?: { isolation?: IsolationLevel | undefined }): Statement[] => [renderBegin(options?.isolation)],
+      commit: () => renderStatement(style, 'session.commit', sql`COMMIT`),
+      rollback: () => renderStatement(style, 'session.rollback', sql`ROLLBACK`),
+      // The number form ('150020') needs no parsing of distribution suffixes such as '15.2 (Debian …)'.
+      serverVersion: () =>
+        renderStatement(style, 'session.serverVersion', sql`SELECT current_setting('server_version_num') AS version`),
+    }),
+    rowLock: Object.freeze(createRowLockStatements(style, DATABASE)),
+    lease: Object.freeze({
+      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => ({
+        kind: 'single',
+        statement: renderLeaseClaim(spec, columns),
+      }),
+      ...createLeaseSettlements(style),
+    }),
+    settle: Object.freeze(
+      createSettleStatements(style, (spec, columns, target, options) => [
+        renderDeadLetterToTable(spec, columns, target, options),
+      ]),
+    ),
+    insert: Object.freeze({
+      rows: (spec: TableSpec, columns: readonly string[], rowCount: number) =>
+        renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }),
+    }),
+    schema: Object.freeze({
+      probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
+      createTable: (spec: TableSpec) => {
+        validatePostgresIdentifiers(spec);
+        return renderPostgresCreateTable(spec);
+      },
+    }),
+    validateTable: (spec: TableSpec) => {
+      validatePostgresIdentifiers(spec);
+      if (spec.isolation !== undefined) refuseReadUncommitted(spec.isolation, `table "${spec.qualifiedName}"`);
+    },
+  });
+}
+
+/**
+ * One statement that locks, stamps and returns: the first CTE takes the rows, the second stamps
+ * them, and the final SELECT reads the first CTE, whose snapshot predates the stamp, so the
+ * attempt returned is the one before this claim counted it.
+ */
+function renderLeaseClaim(spec: TableSpec, columns: TableColumns): Statement {
+  refuseUnbuiltClaims(spec, DATABASE);
+  const id = identifier(spec.id.column);
+  const assignments = [sql`${identifier(requireLeaseColumn(spec))} = ${param('lockedUntil')}`];
+  if (spec.attempt !== undefined) {
+    const attempt = identifier(spec.attempt);
+    // Qualified: the claimed rows in FROM have an attempt column too.
+    assignments.push(sql`${attempt} = tablequeue_row.${attempt} + 1`);
+  }
+  const claimed = skipLockedSelect(spec, columns, 'lease');
+  const stamp = sql`UPDATE ${tableOf(spec)} AS tablequeue_row SET ${joinSql(assignments, ', ')} FROM tablequeue_claimed WHERE tablequeue_row.${id} = tablequeue_claimed.${id}`;
+  return renderStatement(
+    style,
+    'lease.claim',
+    sql`WITH tablequeue_claimed AS (${claimed}), tablequeue_stamp AS (${stamp}) SELECT ${columnList(columns)} FROM tablequeue_claimed ORDER BY ${claimOrder(spec)}`,
+  );
+}
+
+/** One statement: the delete's RETURNING feeds the insert, so the row is moved or left whole. */
+function renderDeadLetterToTable(
+  spec: TableSpec,
+  columns: TableColumns,
+  target: Extract<DeadLetterTarget, { kind: 'table' }>,
+  options: { fenced: boolean },
+): Statement {
+  if (target.schema !== undefined) validatePostgresIdentifier(target.schema, 'schema of the dead-letter table');
+  validatePostgresIdentifier(target.name, 'dead-letter table');
+  const list = columnList(columns);
+  const moved = sql`DELETE FROM ${tableOf(spec)} WHERE ${rowFilter(spec, options)} RETURNING ${list}`;
+  const copy = sql`INSERT INTO ${deadLetterTableOf(target)} (${list}) SELECT ${copiedColumns(spec, columns, options)} FROM tablequeue_moved`;
+  return renderStatement(style, 'settle.deadLetter', sql`WITH tablequeue_moved AS (${moved}) ${copy}`);
+}
+
+function renderBegin(isolation: IsolationLevel | undefined): Statement {
+  if (isolation === undefined) return renderStatement(style, 'session.begin', sql`BEGIN`);
+  refuseReadUncommitted(isolation, 'a transaction');
+  return renderStatement(style, 'session.begin', sql`BEGIN ISOLATION LEVEL ${isolationLevelSql(isolation)}`);
+}
+
+function refuseReadUncommitted(isolation: IsolationLevel, what: string): void {
+  if (isolation !== 'read uncommitted') return;
+  throw new UnsupportedError({
+    database: DATABASE,
+    feature: 'read uncommitted',
+    message: `${what} asks for read uncommitted, which PostgreSQL runs as read committed; declare isolation: "read committed"`,
+  });
+}
+
+/** Postgres would truncate a name over 63 bytes and then address another table or column. */
+function validatePostgresIdentifiers(spec: TableSpec): void {
+  if (spec.schema !== undefined) validatePostgresIdentifier(spec.schema, `schema of table "${spec.qualifiedName}"`);
+  validatePostgresIdentifier(spec.name, 'table name');
+  for (const column of roleColumns(spec)) {
+    validatePostgresIdentifier(column, `column of table "${spec.qualifiedName}"`);
+  }
+}
+
+const POSTGRES_FLOOR_MAJOR = 11;
+
+/**
+ * Checks `server_version_num` (`150020` for 15.20): from 10 on it is major * 10000 + minor;
+ * 9.6.24 reads 90624. Returns the major and minor version.
+ */
+export function checkPostgresServerVersion(text: string): { major: number; minor: number } {
+  const trimmed = String(text).trim();
+  const required = `PostgreSQL ${POSTGRES_FLOOR_MAJOR}`;
+  if (!/^\d{5,6}$/.test(trimmed)) {
+    throw new ServerVersionError({
+      found: String(text),
+      required,
+      message: `could not read a PostgreSQL version number from ${JSON.stringify(String(text))}; tablequeue needs ${required} or later`,
+    });
+  }
+  const versionNumber = Number(trimmed);
+  const major = Math.floor(versionNumber / 10000);
+  const minor = major >= 10 ? versionNumber % 10000 : Math.floor(versionNumber / 100) % 100;
+  if (major < POSTGRES_FLOOR_MAJOR) {
+    throw new ServerVersionError({
+      found: trimmed,
+      required,
+      message: `PostgreSQL ${major}.${minor} is older than ${required}, the first with hashtextextended (advisory locks, FIFO groups); upgrade the server`,
+    });
+  }
+  return { major, minor };
+}

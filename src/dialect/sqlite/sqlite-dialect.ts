@@ -1,0 +1,127 @@
+import { DeclarationError, UnsupportedError } from '../../errors.js';
+import type { Statement } from '../../statement.js';
+import { SQLITE_BEGIN_MODES, type IsolationLevel, type SqliteBeginMode, type TableSpec } from '../../table/table-spec.js';
+import { SQLITE_CAPABILITIES } from '../capabilities.js';
+import {
+  claimConditions,
+  claimOrder,
+  columnList,
+  refuseUnbuiltClaims,
+  tableOf,
+  whereAll,
+} from '../claim-clauses.js';
+import type { Dialect, LeaseClaim, TableColumns } from '../dialect.js';
+import {
+  createLeaseSettlements,
+  createSettleStatements,
+  leaseStampAssignments,
+  renderInsertRows,
+  renderProbeColumns,
+} from '../portable-statements.js';
+import { BACKTICK_STYLE, fixedSql, identifier, param, renderStatement, sql } from '../quoting.js';
+import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
+import { renderSqliteCreateTable } from './sqlite-ddl.js';
+
+const DATABASE = 'sqlite';
+const style = BACKTICK_STYLE;
+
+const BEGIN_MODE_SQL: Record<SqliteBeginMode, string> = {
+  deferred: 'DEFERRED',
+  immediate: 'IMMEDIATE',
+  exclusive: 'EXCLUSIVE',
+};
+
+export function createSqliteDialect(): Dialect {
+  return Object.freeze({
+    name: 'sqlite',
+    capabilities: SQLITE_CAPABILITIES,
+    session: Object.freeze({
+      begin: (options?: { isolation?: IsolationLevel | undefined; sqliteBegin?: SqliteBeginMode | undefined }) => [
+        renderBegin(options?.isolation, options?.sqliteBegin),
+      ],
+      commit: () => renderStatement(style, 'session.commit', sql`COMMIT`),
+      rollback: () => renderStatement(style, 'session.rollback', sql`ROLLBACK`),
+      serverVersion: () => renderStatement(style, 'session.serverVersion', sql`SELECT sqlite_version() AS version`),
+    }),
+    rowLock: Object.freeze({
+      claim: (spec: TableSpec): Statement => refuseRowLock(spec),
+      retry: (spec: TableSpec): Statement => refuseRowLock(spec),
+      retryAfter: (spec: TableSpec): Statement => refuseRowLock(spec),
+    }),
+    lease: Object.freeze({
+      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => ({
+        kind: 'single',
+        statement: renderLeaseClaim(spec, columns),
+      }),
+      ...createLeaseSettlements(style),
+    }),
+    settle: Object.freeze(createSettleStatements(style)),
+    insert: Object.freeze({
+      rows: (spec: TableSpec, columns: readonly string[], rowCount: number) =>
+        renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }),
+    }),
+    schema: Object.freeze({
+      probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
+      createTable: (spec: TableSpec) => renderSqliteCreateTable(spec),
+    }),
+    validateTable: (spec: TableSpec) => {
+      if (spec.form === 'rowLock') refuseRowLock(spec);
+      if (spec.isolation !== undefined) refuseIsolation(spec.isolation, `table "${spec.qualifiedName}"`);
+    },
+  });
+}
+
+/**
+ * One statement, serialised by the single writer. RETURNING reports the rows as written, so the
+ * attempt comes back already counted (capability `leaseClaimReturnsCountedAttempt`), and in no
+ * particular order.
+ */
+function renderLeaseClaim(spec: TableSpec, columns: TableColumns): Statement {
+  refuseUnbuiltClaims(spec, DATABASE);
+  const id = identifier(spec.id.column);
+  const claimable = sql`SELECT ${id} FROM ${tableOf(spec)}${whereAll(claimConditions(spec, 'lease'))} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
+  return renderStatement(
+    style,
+    'lease.claim',
+    sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${id} IN (${claimable}) RETURNING ${columnList(columns)}`,
+  );
+}
+
+/** IMMEDIATE by default: a deferred read-then-write transaction fails with SQLITE_BUSY when it upgrades. */
+function renderBegin(isolation: IsolationLevel | undefined, mode: SqliteBeginMode = 'immediate'): Statement {
+  if (isolation !== undefined) refuseIsolation(isolation, 'a transaction');
+  if (!SQLITE_BEGIN_MODES.includes(mode)) {
+    throw new DeclarationError(
+      `unknown SQLite begin mode ${JSON.stringify(mode)}; use one of ${SQLITE_BEGIN_MODES.join(', ')}`,
+    );
+  }
+  return renderStatement(style, 'session.begin', sql`BEGIN ${fixedSql(BEGIN_MODE_SQL[mode])}`);
+}
+
+function refuseRowLock(spec: TableSpec): never {
+  throw new UnsupportedError({
+    database: DATABASE,
+    feature: 'row lock form',
+    message: `table "${spec.qualifiedName}" uses the row lock form, but SQLite has no row locks; add a lockedUntil column (lease form)`,
+  });
+}
+
+function refuseIsolation(isolation: IsolationLevel, what: string): never {
+  throw new UnsupportedError({
+    database: DATABASE,
+    feature: 'isolation level',
+    message: `${what} asks for isolation "${isolation}", but SQLite transactions are always serializable; remove isolation and choose sqliteBegin ("deferred", "immediate" or "exclusive") instead`,
+  });
+}
+
+const SQLITE_FLOOR: VersionNumber = { major: 3, minor: 35, patch: 0 };
+
+/** Checks `sqlite_version()` (`3.45.1`) against 3.35.0, the first with `UPDATE … RETURNING`. */
+export function checkSqliteVersion(text: string): VersionNumber {
+  const version = parseDottedVersion(String(text));
+  if (version === undefined) {
+    throw unreadableVersion({ product: 'SQLite', found: String(text), required: 'SQLite 3.35.0' });
+  }
+  requireVersion({ product: 'SQLite', found: String(text), version, floor: SQLITE_FLOOR, why: 'UPDATE … RETURNING' });
+  return version;
+}

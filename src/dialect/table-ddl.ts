@@ -1,0 +1,109 @@
+/**
+ * The shape of a queue table's DDL, shared by the three dialects: which column each declared role
+ * gets and how the claim-order index is named. Each dialect supplies its types and its index form.
+ */
+import type { TableSpec } from '../table/table-spec.js';
+import { fixedSql, identifier, joinSql, sql, type SqlText } from './quoting.js';
+
+/** The column type, with nullability and default, that each role gets on one database. */
+export interface ColumnTypes {
+  readonly generatedId: string;
+  readonly suppliedId: string;
+  readonly group: string;
+  readonly priority: string;
+  readonly partitionKey: string;
+  readonly retryAfter: string;
+  readonly attempt: string;
+  readonly processedAt: string;
+  readonly lockedUntil: string;
+  readonly headers: string;
+  readonly payload: string;
+  /** A column named only by the advisory key template. */
+  readonly keyColumn: string;
+}
+
+/** One definition per declared role, in role order (id first), indented for a readable `init`. */
+export function columnDefinitions(spec: TableSpec, types: ColumnTypes): SqlText {
+  const definitions: [string, string][] = [[spec.id.column, spec.id.generated ? types.generatedId : types.suppliedId]];
+  const add = (column: string | undefined, type: string) => {
+    if (column !== undefined) definitions.push([column, type]);
+  };
+  add(spec.group?.column, types.group);
+  add(spec.priority, types.priority);
+  add(spec.partitionKey, types.partitionKey);
+  add(spec.retryAfter, types.retryAfter);
+  add(spec.attempt, types.attempt);
+  add(spec.processedAt, types.processedAt);
+  add(spec.lockedUntil, types.lockedUntil);
+  add(spec.headers, types.headers);
+  add(spec.payload, types.payload);
+  for (const part of spec.advisoryLock ?? []) {
+    if ('column' in part && !definitions.some(([column]) => column === part.column)) {
+      definitions.push([part.column, types.keyColumn]);
+    }
+  }
+  return joinSql(
+    definitions.map(([column, type]) => sql`  ${identifier(column)} ${fixedSql(type)}`),
+    ',\n',
+  );
+}
+
+export interface ClaimIndexOptions {
+  /** Whether an index name is within the database's identifier limit. */
+  readonly fitsIdentifierLimit: (name: string) => boolean;
+  /**
+   * How the index skips finished rows of a processedAt table: a partial index
+   * (`WHERE processed_at IS NULL`, Postgres and SQLite) or the column right after the group
+   * (MySQL, which has no partial indexes), so `IS NULL` still leaves the claim order to the index.
+   */
+  readonly finishedRows: 'partialIndex' | 'indexColumn';
+  /** SQLite names the schema on the index, not on the table it indexes. */
+  readonly schemaOn: 'table' | 'index';
+}
+
+/**
+ * `CREATE INDEX` over the claim order `(group, priority, retry_after, id)` for the roles present,
+ * or `undefined` when that is the id alone: the primary key already serves it.
+ */
+export function claimOrderIndex(spec: TableSpec, options: ClaimIndexOptions): SqlText | undefined {
+  const unfinishedColumn = options.finishedRows === 'indexColumn' ? spec.processedAt : undefined;
+  const columns = [spec.group?.column, unfinishedColumn, spec.priority, spec.retryAfter, spec.id.column].filter(
+    (column) => column !== undefined,
+  );
+  const partial = options.finishedRows === 'partialIndex' && spec.processedAt !== undefined;
+  if (columns.length === 1 && !partial) return undefined;
+
+  const indexName = identifier(claimOrderIndexName(spec.name, options.fitsIdentifierLimit));
+  const name = options.schemaOn === 'index' && spec.schema !== undefined ? sql`${identifier(spec.schema)}.${indexName}` : indexName;
+  const table =
+    options.schemaOn === 'table' && spec.schema !== undefined
+      ? sql`${identifier(spec.schema)}.${identifier(spec.name)}`
+      : identifier(spec.name);
+  const where = partial && spec.processedAt !== undefined ? sql` WHERE ${identifier(spec.processedAt)} IS NULL` : sql``;
+  return sql`CREATE INDEX ${name} ON ${table} (${joinSql(columns.map(identifier), ', ')})${where}`;
+}
+
+const INDEX_SUFFIX = '_claim_order';
+
+/**
+ * `<table>_claim_order`, or when that is over the limit a prefix of the table name, a hash of the
+ * whole name and the suffix: deterministic, so `init` on another machine names it the same, and
+ * distinct for tables that share a long prefix. Cuts fall between characters, never inside one.
+ */
+export function claimOrderIndexName(tableName: string, fitsIdentifierLimit: (name: string) => boolean): string {
+  const plain = `${tableName}${INDEX_SUFFIX}`;
+  if (fitsIdentifierLimit(plain)) return plain;
+  const suffix = `_${fnv1aHash(tableName)}${INDEX_SUFFIX}`;
+  const characters = [...tableName];
+  while (characters.length > 1 && !fitsIdentifierLimit(characters.join('') + suffix)) characters.pop();
+  return characters.join('') + suffix;
+}
+
+/** 32-bit FNV-1a as 8 hex digits: tiny, stable across runs and platforms, no crypto module needed. */
+function fnv1aHash(text: string): string {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) {
+    hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, '0');
+}

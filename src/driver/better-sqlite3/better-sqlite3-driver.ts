@@ -1,0 +1,323 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
+import type { BoundStatement } from '../../statement.js';
+import { loadClientLibrary } from '../client-library.js';
+import { ConnectionLoan, LEAVE_TO_OWNER, type LoanEnding, withCallerStack } from '../connection-loan.js';
+import type { SqliteUrl } from '../database-url.js';
+import type { Connection, DatabaseKind, Driver, PoolStats, QueryResult } from '../driver.js';
+import { PoolLedger } from '../pool-ledger.js';
+import {
+  type BetterSqlite3DatabaseLike,
+  type BetterSqlite3ModuleLike,
+  type BetterSqlite3StatementLike,
+  isBetterSqlite3DatabaseLike,
+} from './better-sqlite3-like.js';
+
+export type BetterSqlite3DriverOptions = { readonly url: SqliteUrl } | { readonly database: BetterSqlite3DatabaseLike };
+
+const DATABASE: DatabaseKind = 'sqlite';
+/** Prepared statements kept per handle; the queue's statements are a few dozen texts. */
+const MAX_CACHED_STATEMENTS = 500;
+const BUSY_FIRST_DELAY_MS = 1;
+const BUSY_MAX_DELAY_MS = 50;
+const BUSY_GIVE_UP_MS = 30_000;
+
+/**
+ * Runs statements on one better-sqlite3 handle. better-sqlite3 is synchronous and a handle is one
+ * session, so the "pool" is that handle behind an async mutex: a connection is the right to use
+ * it, and a transaction on one connection never interleaves with another's statements. SQLite's
+ * busy timeout is kept at zero on handles this driver opens (it would block the event loop, and
+ * with it the handler that holds the write lock); a statement that finds the database locked is
+ * retried after a short growing delay instead.
+ */
+export class BetterSqlite3Driver implements Driver {
+  readonly kind = DATABASE;
+  readonly description: string;
+  readonly ownsPool: boolean;
+  readonly #options: BetterSqlite3DriverOptions;
+  readonly #ledger = new PoolLedger();
+  readonly #mutex: HandleMutex;
+  readonly #statements = new StatementCache();
+  #database: BetterSqlite3DatabaseLike | undefined;
+  #isClosed = false;
+
+  constructor(options: BetterSqlite3DriverOptions) {
+    this.#options = Object.freeze({ ...options });
+    this.ownsPool = 'url' in options;
+    this.#database = 'database' in options ? options.database : undefined;
+    this.#mutex = 'database' in options ? mutexOf(options.database) : new HandleMutex();
+    const isMemory = 'url' in options ? options.url.isMemory : options.database.memory;
+    const filename = 'url' in options ? options.url.filename : options.database.name;
+    this.description = isMemory ? 'sqlite in memory' : `sqlite file ${filename}`;
+  }
+
+  async open(): Promise<void> {
+    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
+    const options = this.#options;
+    const database =
+      'database' in options ? options.database : (this.#database ?? (await this.#openDatabase(options.url)));
+    if (!database.open) {
+      throw new ConnectionError({ host: database.name, message: `the handle of ${this.description} is closed` });
+    }
+  }
+
+  async acquire(): Promise<Connection> {
+    return this.#lend();
+  }
+
+  async execute(statement: BoundStatement): Promise<QueryResult> {
+    const caller = new Error();
+    const connection = await this.#lend().catch((error: unknown) => {
+      throw withCallerStack(error as Error, caller);
+    });
+    try {
+      return await connection.run(statement, caller);
+    } finally {
+      connection.release();
+    }
+  }
+
+  /**
+   * Statements run on the service's handle at once, without waiting for this driver's mutex: the
+   * service is inside its own transaction on that handle.
+   */
+  adopt(connection: unknown): Connection {
+    if (connection instanceof SqliteConnection) return connection;
+    if (!isBetterSqlite3DatabaseLike(connection)) {
+      throw new DeclarationError('tx must be a better-sqlite3 Database or a tablequeue connection');
+    }
+    // Prepared statements belong to the handle that prepared them.
+    const statements = connection === this.#database ? this.#statements : new StatementCache();
+    return new SqliteConnection(connection, { ledger: undefined, statements, ending: LEAVE_TO_OWNER });
+  }
+
+  stats(): PoolStats {
+    const isOpen = this.#database?.open === true;
+    const idle = isOpen && !this.#mutex.isLocked ? 1 : 0;
+    return this.#ledger.stats({ size: 1, open: isOpen ? 1 : 0, idle, waiting: this.#mutex.waitingCount });
+  }
+
+  async close(): Promise<void> {
+    if (this.#isClosed) return;
+    this.#isClosed = true;
+    this.#mutex.refuseWaiting(this, () => new ClosedError(`the driver for ${this.description} is closed`));
+    if (this.ownsPool) this.#database?.close();
+    this.#database = undefined;
+  }
+
+  async #openDatabase(url: SqliteUrl): Promise<BetterSqlite3DatabaseLike> {
+    const Database = await loadClientLibrary<BetterSqlite3ModuleLike>('better-sqlite3', () => import('better-sqlite3'));
+    let database: BetterSqlite3DatabaseLike;
+    try {
+      database = new Database(url.filename, { timeout: 0 });
+    } catch (error) {
+      throw this.#openError(url.filename, error);
+    }
+    try {
+      // WAL lets readers go on while a writer commits; an in-memory database has no journal file.
+      if (!url.isMemory) await runWhileBusy(() => database.pragma('journal_mode = WAL'), () => false);
+    } catch (error) {
+      database.close();
+      throw this.#openError(url.filename, error);
+    }
+    this.#database = database;
+    return database;
+  }
+
+  #openError(filename: string, error: unknown): ConnectionError {
+    const reason = error instanceof Error ? error.message : String(error);
+    const message = `could not open ${this.description}: ${reason}`;
+    return new ConnectionError({ host: filename, message, cause: error });
+  }
+
+  async #lend(): Promise<SqliteConnection> {
+    const database = this.#database;
+    if (this.#isClosed || database === undefined) {
+      throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
+    }
+    await this.#mutex.lock(this);
+    // The handle is the session: ending it means rolling back what the holder left open.
+    const endSession = (): void => {
+      try {
+        rollBackOpenTransaction(database);
+      } finally {
+        this.#mutex.unlock();
+      }
+    };
+    return new SqliteConnection(database, {
+      ledger: this.#ledger,
+      statements: this.#statements,
+      ending: { release: endSession, destroy: endSession },
+    });
+  }
+}
+
+class SqliteConnection implements Connection {
+  readonly #database: BetterSqlite3DatabaseLike;
+  readonly #statements: StatementCache;
+  readonly #loan: ConnectionLoan;
+
+  constructor(
+    database: BetterSqlite3DatabaseLike,
+    context: { ledger: PoolLedger | undefined; statements: StatementCache; ending: LoanEnding },
+  ) {
+    this.#database = database;
+    this.#statements = context.statements;
+    const { ledger, ending } = context;
+    this.#loan = new ConnectionLoan({ ledger, database: DATABASE, describeFailure, ending });
+  }
+
+  execute(statement: BoundStatement): Promise<QueryResult> {
+    return this.run(statement);
+  }
+
+  run(statement: BoundStatement, caller?: Error): Promise<QueryResult> {
+    return this.#loan.run(
+      statement.name,
+      () => {
+        const values = statement.values.map(encodeValue);
+        return runWhileBusy(
+          () => runStatement(this.#statements.prepare(this.#database, statement.sql), values),
+          () => this.#loan.isEnded,
+        );
+      },
+      caller,
+    );
+  }
+
+  async prepare(statement: BoundStatement): Promise<void> {
+    await this.#loan.run(statement.name, () =>
+      runWhileBusy(() => this.#statements.prepare(this.#database, statement.sql), () => this.#loan.isEnded),
+    );
+  }
+
+  release(): void {
+    this.#loan.release();
+  }
+
+  destroy(): void {
+    this.#loan.destroy();
+  }
+}
+
+/**
+ * One mutex per handle, shared by every driver over it: two brokers given the same service handle
+ * must not run statements inside each other's transactions.
+ */
+const handleMutexes = new WeakMap<object, HandleMutex>();
+
+function mutexOf(database: object): HandleMutex {
+  let mutex = handleMutexes.get(database);
+  if (mutex === undefined) {
+    mutex = new HandleMutex();
+    handleMutexes.set(database, mutex);
+  }
+  return mutex;
+}
+
+/** The right to use the one handle, handed to waiters in the order they asked. */
+class HandleMutex {
+  #isLocked = false;
+  #waiting: { owner: object; grant: () => void; refuse: (error: Error) => void }[] = [];
+
+  get isLocked(): boolean {
+    return this.#isLocked;
+  }
+
+  get waitingCount(): number {
+    return this.#waiting.length;
+  }
+
+  lock(owner: object): Promise<void> {
+    if (!this.#isLocked) {
+      this.#isLocked = true;
+      return Promise.resolve();
+    }
+    return new Promise((grant, refuse) => this.#waiting.push({ owner, grant, refuse }));
+  }
+
+  unlock(): void {
+    const next = this.#waiting.shift();
+    if (next === undefined) this.#isLocked = false;
+    else next.grant();
+  }
+
+  /** Refuses the waiters of one owner (a closing driver); others keep their place. */
+  refuseWaiting(owner: object, reason: () => Error): void {
+    const refused = this.#waiting.filter((waiter) => waiter.owner === owner);
+    this.#waiting = this.#waiting.filter((waiter) => waiter.owner !== owner);
+    for (const waiter of refused) waiter.refuse(reason());
+  }
+}
+
+/** Prepared statements by SQL text; the oldest is dropped when the cache is full. */
+class StatementCache {
+  readonly #statements = new Map<string, BetterSqlite3StatementLike>();
+
+  prepare(database: BetterSqlite3DatabaseLike, sql: string): BetterSqlite3StatementLike {
+    const cached = this.#statements.get(sql);
+    if (cached !== undefined) return cached;
+    const statement = database.prepare(sql);
+    if (this.#statements.size >= MAX_CACHED_STATEMENTS) {
+      const oldest = this.#statements.keys().next();
+      if (oldest.done !== true) this.#statements.delete(oldest.value);
+    }
+    this.#statements.set(sql, statement);
+    return statement;
+  }
+}
+
+function runStatement(statement: BetterSqlite3StatementLike, values: readonly unknown[]): QueryResult {
+  if (statement.reader) {
+    const rows = statement.all(values);
+    return { rows, affectedRows: rows.length, columns: statement.columns().map((column) => column.name) };
+  }
+  return { rows: [], affectedRows: statement.run(values).changes, columns: [] };
+}
+
+/**
+ * Retries `attempt` while another connection holds the lock it needs, sleeping 1 ms, then twice
+ * as long each time up to 50 ms, for at most 30 s. A stale snapshot (SQLITE_BUSY_SNAPSHOT) is not
+ * retried: only rolling back the transaction clears it.
+ */
+async function runWhileBusy<T>(attempt: () => T, isAbandoned: () => boolean): Promise<T> {
+  const startedAt = Date.now();
+  let delayMs = BUSY_FIRST_DELAY_MS;
+  for (;;) {
+    try {
+      return attempt();
+    } catch (error) {
+      if (!isBusy(error) || Date.now() - startedAt >= BUSY_GIVE_UP_MS) throw error;
+    }
+    await delay(delayMs);
+    delayMs = Math.min(delayMs * 2, BUSY_MAX_DELAY_MS);
+    if (isAbandoned()) throw new Error('the connection was released while its statement waited for a lock');
+  }
+}
+
+function isBusy(error: unknown): boolean {
+  const code = sqliteCode(error);
+  if (code === undefined || code === 'SQLITE_BUSY_SNAPSHOT') return false;
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
+}
+
+function rollBackOpenTransaction(database: BetterSqlite3DatabaseLike): void {
+  if (database.open && database.inTransaction) database.exec('ROLLBACK');
+}
+
+/** Fixed-width UTC text, the layout of `strftime('%Y-%m-%dT%H:%M:%f+00:00')`, so text order is time order. */
+function encodeValue(value: unknown): unknown {
+  if (value instanceof Date) return value.toISOString().replace('Z', '+00:00');
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  return value ?? null;
+}
+
+function sqliteCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+function describeFailure(error: unknown, statementName: string): StatementError {
+  const sqlState = sqliteCode(error);
+  return new StatementError({ statement: statementName, database: DATABASE, sqlState, cause: error });
+}

@@ -1,0 +1,117 @@
+import { ConnectionError, StatementError } from '../errors.js';
+import type { PoolLedger } from './pool-ledger.js';
+
+/** How a driver hands a session back to its pool. */
+export interface LoanEnding {
+  /** Returns the session for reuse. */
+  release(): void;
+  /** Ends the session on the server. */
+  destroy(): void;
+}
+
+/** The ending of a connection the service lent us: its owner releases it, not we. */
+export const LEAVE_TO_OWNER: LoanEnding = Object.freeze({ release: () => undefined, destroy: () => undefined });
+
+export interface ConnectionLoanOptions {
+  /** Undefined for a connection the service lent us: it is not counted. */
+  readonly ledger: PoolLedger | undefined;
+  readonly ending: LoanEnding;
+  /** The database kind, for error messages. */
+  readonly database: string;
+  /**
+   * Turns a client library's error into a `StatementError`. A session that is gone must get a
+   * class 08 SQLSTATE (see `isConnectionLost`) so that the loan destroys it.
+   */
+  readonly describeFailure: (error: unknown, statementName: string) => StatementError;
+}
+
+/** Postgres codes for a session the server ended: admin_shutdown, crash_shutdown, cannot_connect_now. */
+const SESSION_ENDED_SQLSTATES = new Set(['57P01', '57P02', '57P03']);
+
+/**
+ * Whether an error means the connection to the database is gone (a server restart, a killed
+ * session, a network failure): the work may be retried on a fresh connection once the server
+ * answers again.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (error instanceof ConnectionError) return true;
+  if (!(error instanceof StatementError) || error.sqlState === undefined) return false;
+  return error.sqlState.startsWith('08') || SESSION_ENDED_SQLSTATES.has(error.sqlState);
+}
+
+/**
+ * One connection's loan, from acquire until release or destroy; exactly one of them ends it and
+ * later calls do nothing. Statements run through `run`, which wraps a failure once and appends
+ * the caller's stack. The session is destroyed instead of returned when its state is unknown:
+ * its connection was lost, or it is released while a statement is still running.
+ */
+export class ConnectionLoan {
+  readonly #options: ConnectionLoanOptions;
+  #isEnded = false;
+  #isBroken = false;
+  #runningCount = 0;
+
+  constructor(options: ConnectionLoanOptions) {
+    this.#options = options;
+    options.ledger?.countLent();
+  }
+
+  get isEnded(): boolean {
+    return this.#isEnded;
+  }
+
+  /** Called when the client library reports the session failed between statements. */
+  markBroken(): void {
+    this.#isBroken = true;
+  }
+
+  /**
+   * Runs one statement's work. `caller` is an error created by the caller before its own first
+   * await, when it has one (`Driver.execute`): after an await the caller's frames are gone.
+   */
+  async run<T>(statementName: string, work: () => Promise<T> | T, caller = new Error()): Promise<T> {
+    if (this.#isEnded) {
+      throw withCallerStack(
+        new StatementError({
+          statement: statementName,
+          database: this.#options.database,
+          cause: new Error('the connection was already released or destroyed; acquire a new one'),
+        }),
+        caller,
+      );
+    }
+    this.#runningCount += 1;
+    try {
+      return await work();
+    } catch (error) {
+      const failure =
+        error instanceof StatementError ? error : this.#options.describeFailure(error, statementName);
+      if (isConnectionLost(failure)) this.#isBroken = true;
+      throw withCallerStack(failure, caller);
+    } finally {
+      this.#runningCount -= 1;
+    }
+  }
+
+  release(): void {
+    this.#end(this.#isBroken || this.#runningCount > 0 ? 'destroy' : 'release');
+  }
+
+  destroy(): void {
+    this.#end('destroy');
+  }
+
+  #end(how: 'release' | 'destroy'): void {
+    if (this.#isEnded) return;
+    this.#isEnded = true;
+    this.#options.ledger?.countReturned();
+    this.#options.ending[how]();
+  }
+}
+
+/** Appends the frames of `caller` to the error's stack, so an async failure points at its caller. */
+export function withCallerStack<E extends Error>(error: E, caller: Error): E {
+  const callerFrames = caller.stack?.split('\n').slice(1).join('\n');
+  if (callerFrames) error.stack = `${error.stack ?? String(error)}\n${callerFrames}`;
+  return error;
+}

@@ -1,0 +1,66 @@
+import type { BoundStatement } from '../statement.js';
+
+export type DatabaseKind = 'postgres' | 'mysql' | 'sqlite';
+
+export interface QueryResult {
+  /** Rows as plain objects keyed by column name; empty for statements that return none. */
+  readonly rows: Record<string, unknown>[];
+  /** Rows inserted, updated or deleted. */
+  readonly affectedRows: number;
+  /** MySQL/MariaDB: the first id an auto-increment insert generated; undefined elsewhere. */
+  readonly insertId?: number | string | undefined;
+  /** Column names of the result, in order (read by the schema probe). */
+  readonly columns: readonly string[];
+}
+
+/**
+ * One connection lent by a driver. Statements run one at a time in call order. Dates bound as
+ * values are encoded by the driver in the form its database compares correctly (UTC).
+ * Exactly one of `release` or `destroy` ends a connection's loan; both are idempotent.
+ */
+export interface Connection {
+  execute(statement: BoundStatement): Promise<QueryResult>;
+  /** Checks that a statement is valid on the server without running it. */
+  prepare(statement: BoundStatement): Promise<void>;
+  /** Returns the connection to the pool: its session state must be clean (no open transaction). */
+  release(): void;
+  /** Ends the session on the server (rolls back, drops session locks); use when its state is unknown. */
+  destroy(): void;
+}
+
+/** What a pool can tell about itself at this moment. */
+export interface PoolStats {
+  /** The most connections the pool opens. */
+  readonly size: number;
+  /** Connections lent out by this driver right now. */
+  readonly held: number;
+  /** Connections open and idle in the pool. */
+  readonly idle: number;
+  /** Connections the pool could lend without waiting: idle ones plus room to open new ones. */
+  readonly spare: number;
+  /** The most connections this driver ever held at once. */
+  readonly maxHeld: number;
+}
+
+export interface Driver {
+  readonly kind: DatabaseKind;
+  /** For messages: `postgres at 127.0.0.1:5432`, `sqlite file queue.db`. */
+  readonly description: string;
+  /** Whether the broker opened this pool (and so closes it) or the service passed it in. */
+  readonly ownsPool: boolean;
+  /** Connects, checks the server answers; throws `ConnectionError` naming the host. */
+  open(): Promise<void>;
+  acquire(): Promise<Connection>;
+  /** Runs one statement on a connection borrowed for just that statement. */
+  execute(statement: BoundStatement): Promise<QueryResult>;
+  /**
+   * Runs statements on a connection the service holds (a publish inside the service's own
+   * transaction): a pg client, a mysql2 connection, the better-sqlite3 Database, or a Connection
+   * this driver lent (returned as it is). Releasing or destroying the result leaves the service's
+   * connection alone, and it is not counted in `stats()`. Anything else is a `DeclarationError`.
+   */
+  adopt(connection: unknown): Connection;
+  stats(): PoolStats;
+  /** Closes the pool when the driver opened it; otherwise only stops using it. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,309 @@
+import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
+import type { BoundStatement } from '../../statement.js';
+import { loadClientLibrary } from '../client-library.js';
+import { ConnectionLoan, LEAVE_TO_OWNER, withCallerStack } from '../connection-loan.js';
+import type { MysqlUrl } from '../database-url.js';
+import type { Connection, DatabaseKind, Driver, PoolStats, QueryResult } from '../driver.js';
+import { type PoolCounts, PoolLedger } from '../pool-ledger.js';
+import {
+  type Mysql2ConnectionLike,
+  type Mysql2FieldLike,
+  type Mysql2ModuleLike,
+  type Mysql2PoolLike,
+  type Mysql2PromisePoolLike,
+  type Mysql2ResultHeaderLike,
+  toCallbackConnection,
+  toCallbackPool,
+} from './mysql2-like.js';
+
+export type Mysql2DriverOptions =
+  | { readonly url: MysqlUrl; readonly poolSize: number }
+  | { readonly pool: Mysql2PoolLike | Mysql2PromisePoolLike };
+
+const DATABASE: DatabaseKind = 'mysql';
+const DEFAULT_PORT = 3306;
+/** mysql2's own default `connectionLimit`. */
+const MYSQL2_DEFAULT_LIMIT = 10;
+/** The client flag that makes UPDATE report the rows it matched, not only those it changed. */
+const CLIENT_FOUND_ROWS = 0x2;
+/** Given to fatal failures (the session is gone) that carry no class 08 SQLSTATE of their own. */
+const COMMUNICATION_LINK_FAILURE = '08S01';
+
+/**
+ * Read every row the same way whatever the service's pool says: DATETIME as UTC, BIGINT (and
+ * COUNT) as decimal strings so ids never lose digits.
+ */
+const READ_OPTIONS = { timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true } as const;
+
+/**
+ * Runs statements on a mysql2 pool (MySQL or MariaDB). Statements with values run as server-side
+ * prepared statements (`execute`, cached per connection); statements without values run as text,
+ * since the prepared protocol does not take every statement (transaction control on some servers).
+ */
+export class Mysql2Driver implements Driver {
+  readonly kind = DATABASE;
+  readonly description: string;
+  readonly ownsPool: boolean;
+  readonly #options: { readonly url: MysqlUrl; readonly poolSize: number } | { readonly pool: Mysql2PoolLike };
+  readonly #address: { readonly host: string; readonly port: number };
+  readonly #ledger = new PoolLedger();
+  #pool: Mysql2PoolLike | undefined;
+  #isClosed = false;
+
+  constructor(options: Mysql2DriverOptions) {
+    this.#options = Object.freeze('pool' in options ? { pool: toCallbackPool(options.pool) } : { ...options });
+    this.ownsPool = 'url' in options;
+    this.#pool = 'pool' in this.#options ? this.#options.pool : undefined;
+    const config = this.#pool?.config?.connectionConfig;
+    if (config !== undefined) assertFoundRows(config.clientFlags);
+    this.#address =
+      'url' in options ? options.url : { host: config?.host ?? 'localhost', port: config?.port ?? DEFAULT_PORT };
+    this.description = `mysql at ${this.#address.host}:${this.#address.port}`;
+  }
+
+  async open(): Promise<void> {
+    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
+    const options = this.#options;
+    const pool = 'pool' in options ? options.pool : (this.#pool ?? (await this.#openPool(options)));
+    try {
+      await this.execute({ name: 'driver.open', sql: 'SELECT 1', values: [] });
+    } catch (error) {
+      if (this.ownsPool) {
+        this.#pool = undefined;
+        await endPool(pool).catch(() => undefined);
+      }
+      throw error instanceof ConnectionError ? error : this.#connectionError(error);
+    }
+  }
+
+  async acquire(): Promise<Connection> {
+    return this.#lend();
+  }
+
+  async execute(statement: BoundStatement): Promise<QueryResult> {
+    const caller = new Error();
+    const connection = await this.#lend().catch((error: unknown) => {
+      throw withCallerStack(error as Error, caller);
+    });
+    try {
+      return await connection.run(statement, caller);
+    } finally {
+      connection.release();
+    }
+  }
+
+  adopt(connection: unknown): Connection {
+    if (connection instanceof Mysql2Connection) return connection;
+    const serviceConnection = toCallbackConnection(connection);
+    if (serviceConnection === undefined) {
+      throw new DeclarationError(
+        'tx must be a mysql2 connection (from createConnection or pool.getConnection) or a tablequeue connection',
+      );
+    }
+    assertFoundRows(serviceConnection.config?.clientFlags);
+    return new Mysql2Connection(serviceConnection, undefined);
+  }
+
+  stats(): PoolStats {
+    return this.#ledger.stats(this.#counts());
+  }
+
+  async close(): Promise<void> {
+    if (this.#isClosed) return;
+    this.#isClosed = true;
+    const pool = this.#pool;
+    this.#pool = undefined;
+    if (this.ownsPool && pool !== undefined) await endPool(pool);
+  }
+
+  async #openPool(options: { readonly url: MysqlUrl; readonly poolSize: number }): Promise<Mysql2PoolLike> {
+    const { url, poolSize } = options;
+    const mysql2 = await loadClientLibrary<Mysql2ModuleLike>('mysql2', () => import('mysql2'));
+    const pool = mysql2.createPool({
+      host: url.host,
+      port: url.port,
+      user: url.user,
+      password: url.password,
+      database: url.database,
+      connectionLimit: poolSize,
+      maxIdle: poolSize,
+      waitForConnections: true,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      timezone: 'Z',
+      dateStrings: false,
+      multipleStatements: false,
+      enableKeepAlive: true,
+    });
+    this.#pool = pool;
+    return pool;
+  }
+
+  async #lend(): Promise<Mysql2Connection> {
+    const pool = this.#pool;
+    if (this.#isClosed || pool === undefined) {
+      throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
+    }
+    const connection = await new Promise<Mysql2ConnectionLike>((resolve, reject) => {
+      pool.getConnection((error, lent) => (error || lent === undefined ? reject(error) : resolve(lent)));
+    }).catch((error: unknown) => {
+      throw this.#connectionError(error);
+    });
+    return new Mysql2Connection(connection, this.#ledger);
+  }
+
+  /**
+   * mysql2 keeps its counts in private queues; read them when they are there, otherwise count
+   * only what this driver holds.
+   */
+  #counts(): PoolCounts {
+    const pool = this.#pool;
+    const configuredLimit = 'poolSize' in this.#options ? this.#options.poolSize : MYSQL2_DEFAULT_LIMIT;
+    const limit = pool?.config?.connectionLimit ?? configuredLimit;
+    const size = limit === 0 ? Number.POSITIVE_INFINITY : limit;
+    const internals = pool as Record<string, { length?: unknown } | undefined> | undefined;
+    const open = internals?.['_allConnections']?.length;
+    const idle = internals?.['_freeConnections']?.length;
+    const waiting = internals?.['_connectionQueue']?.length;
+    if (typeof open !== 'number' || typeof idle !== 'number') {
+      return { size, open: this.#ledger.held, idle: 0, waiting: 0 };
+    }
+    return { size, open, idle, waiting: typeof waiting === 'number' ? waiting : 0 };
+  }
+
+  #connectionError(error: unknown): ConnectionError {
+    const host = `${this.#address.host}:${this.#address.port}`;
+    const reason = error instanceof Error ? error.message : String(error);
+    return new ConnectionError({ host, message: `could not connect to mysql at ${host}: ${reason}`, cause: error });
+  }
+}
+
+class Mysql2Connection implements Connection {
+  readonly #connection: Mysql2ConnectionLike;
+  readonly #loan: ConnectionLoan;
+  readonly #onError = (): void => this.#loan.markBroken();
+
+  /** Without a ledger the connection is the service's: it is neither counted nor ended here. */
+  constructor(connection: Mysql2ConnectionLike, ledger: PoolLedger | undefined) {
+    this.#connection = connection;
+    const isLent = ledger !== undefined;
+    if (isLent) connection.on('error', this.#onError);
+    this.#loan = new ConnectionLoan({
+      ledger,
+      database: DATABASE,
+      describeFailure,
+      ending: isLent
+        ? {
+            release: () => {
+              connection.removeListener('error', this.#onError);
+              connection.release();
+            },
+            destroy: () => connection.destroy(),
+          }
+        : LEAVE_TO_OWNER,
+    });
+  }
+
+  execute(statement: BoundStatement): Promise<QueryResult> {
+    return this.run(statement);
+  }
+
+  run(statement: BoundStatement, caller?: Error): Promise<QueryResult> {
+    return this.#loan.run(
+      statement.name,
+      () =>
+        new Promise<QueryResult>((resolve, reject) => {
+          const callback = (
+            error: Error | null,
+            result?: Record<string, unknown>[] | Mysql2ResultHeaderLike,
+            fields?: readonly Mysql2FieldLike[],
+          ): void => (error ? reject(error) : resolve(toQueryResult(result, fields)));
+          if (statement.values.length === 0) {
+            this.#connection.query({ sql: statement.sql, ...READ_OPTIONS }, callback);
+          } else {
+            const values = statement.values.map(encodeValue);
+            this.#connection.execute({ sql: statement.sql, values, ...READ_OPTIONS }, callback);
+          }
+        }),
+      caller,
+    );
+  }
+
+  async prepare(statement: BoundStatement): Promise<void> {
+    await this.#loan.run(
+      statement.name,
+      () =>
+        new Promise<void>((resolve, reject) => {
+          this.#connection.prepare(statement.sql, (error) => {
+            if (error) return reject(error);
+            // Closing through unprepare also drops it from the connection's statement cache,
+            // which would otherwise hand the closed statement to a later execute.
+            this.#connection.unprepare(statement.sql);
+            resolve();
+          });
+        }),
+    );
+  }
+
+  release(): void {
+    this.#loan.release();
+  }
+
+  destroy(): void {
+    this.#loan.destroy();
+  }
+}
+
+function toQueryResult(
+  result: Record<string, unknown>[] | Mysql2ResultHeaderLike | undefined,
+  fields: readonly Mysql2FieldLike[] | undefined,
+): QueryResult {
+  if (Array.isArray(result)) {
+    return { rows: result, affectedRows: result.length, columns: (fields ?? []).map((field) => field.name) };
+  }
+  const insertId = result === undefined ? 0 : result.insertId;
+  return {
+    rows: [],
+    affectedRows: Number(result?.affectedRows ?? 0),
+    insertId: insertId === 0 || insertId === '0' ? undefined : String(insertId),
+    columns: [],
+  };
+}
+
+/**
+ * DATETIME has no zone, and mysql2 would write a Date in the pool's time zone: send UTC text.
+ * Integers go as text too: mysql2 sends a JS number as a DOUBLE, which MySQL 8.0.22 and later
+ * refuse for `LIMIT ?` in a prepared statement; the server converts the text where it is used.
+ */
+function encodeValue(value: unknown): unknown {
+  if (value instanceof Date) return value.toISOString().replace('T', ' ').replace('Z', '000');
+  if (typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value))) return String(value);
+  return value ?? null;
+}
+
+function describeFailure(error: unknown, statementName: string): StatementError {
+  const fields = error as { sqlState?: unknown; errno?: unknown; fatal?: unknown } | undefined;
+  // Only server errors carry a SQLSTATE; a socket error's errno is Node's, not MySQL's.
+  const sqlState = typeof fields?.sqlState === 'string' ? fields.sqlState : undefined;
+  const errno = sqlState !== undefined && typeof fields?.errno === 'number' ? fields.errno : undefined;
+  const isSessionLost = fields?.fatal === true && !sqlState?.startsWith('08');
+  return new StatementError({
+    statement: statementName,
+    database: DATABASE,
+    sqlState: isSessionLost ? COMMUNICATION_LINK_FAILURE : sqlState,
+    errno,
+    cause: error,
+  });
+}
+
+function assertFoundRows(clientFlags: number | undefined): void {
+  if (clientFlags === undefined || (clientFlags & CLIENT_FOUND_ROWS) !== 0) return;
+  throw new DeclarationError(
+    'the mysql2 pool was created without the FOUND_ROWS flag: tablequeue needs UPDATE to report the rows it ' +
+      'matched to detect lost leases; create the pool without "-FOUND_ROWS" in its flags',
+  );
+}
+
+function endPool(pool: Mysql2PoolLike): Promise<void> {
+  return new Promise((resolve, reject) => pool.end((error) => (error ? reject(error) : resolve())));
+}

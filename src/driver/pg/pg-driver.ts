@@ -1,0 +1,271 @@
+import { createHash } from 'node:crypto';
+import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
+import type { BoundStatement } from '../../statement.js';
+import { loadClientLibrary } from '../client-library.js';
+import { ConnectionLoan, LEAVE_TO_OWNER, withCallerStack } from '../connection-loan.js';
+import type { PostgresUrl } from '../database-url.js';
+import type { Connection, DatabaseKind, Driver, PoolStats, QueryResult } from '../driver.js';
+import { PoolLedger } from '../pool-ledger.js';
+import {
+  isPgClientLike,
+  type PgClientLike,
+  type PgModuleLike,
+  type PgPoolLike,
+  type PgPoolOptionsLike,
+  type PgQueryResultLike,
+} from './pg-like.js';
+
+export type PgDriverOptions =
+  | { readonly url: PostgresUrl; readonly poolSize: number }
+  | { readonly pool: PgPoolLike };
+
+const DATABASE: DatabaseKind = 'postgres';
+const DEFAULT_PORT = 5432;
+/** node-postgres' own default when a pool is created without `max`. */
+const PG_DEFAULT_MAX = 10;
+/** Statements with their own server-side name per connection; later ones run unnamed. */
+const MAX_NAMED_STATEMENTS = 500;
+/** Given to failures the client reports without a server SQLSTATE: the session is gone or unknown. */
+const CONNECTION_FAILURE = '08006';
+/** The only statement kinds `PREPARE` accepts; others (transaction control) cannot be checked unrun. */
+const PREPARABLE = /^\s*(select|insert|update|delete|merge|values|with|table)\b/i;
+
+/**
+ * Runs statements on a node-postgres pool. Each statement is a named prepared statement (named by
+ * a hash of its text), so the server parses it once per connection. BIGINT comes back as a
+ * string; timestamptz as a `Date`.
+ */
+export class PgDriver implements Driver {
+  readonly kind = DATABASE;
+  readonly description: string;
+  readonly ownsPool: boolean;
+  readonly #options: PgDriverOptions;
+  readonly #address: { readonly host: string; readonly port: number };
+  readonly #ledger = new PoolLedger();
+  readonly #statementNames = new StatementNames();
+  #pool: PgPoolLike | undefined;
+  #isClosed = false;
+
+  constructor(options: PgDriverOptions) {
+    this.#options = Object.freeze({ ...options });
+    this.ownsPool = 'url' in options;
+    this.#address = 'url' in options ? options.url : addressOf(options.pool.options);
+    this.#pool = 'pool' in options ? options.pool : undefined;
+    this.description = `postgres at ${this.#address.host}:${this.#address.port}`;
+  }
+
+  async open(): Promise<void> {
+    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
+    const options = this.#options;
+    const pool = 'pool' in options ? options.pool : (this.#pool ?? (await this.#openPool(options)));
+    try {
+      await this.execute({ name: 'driver.open', sql: 'SELECT 1', values: [] });
+    } catch (error) {
+      if (this.ownsPool) {
+        this.#pool = undefined;
+        await pool.end().catch(() => undefined);
+      }
+      throw error instanceof ConnectionError ? error : this.#connectionError(error);
+    }
+  }
+
+  async acquire(): Promise<Connection> {
+    return this.#lend();
+  }
+
+  async execute(statement: BoundStatement): Promise<QueryResult> {
+    const caller = new Error();
+    const connection = await this.#lend().catch((error: unknown) => {
+      throw withCallerStack(error as Error, caller);
+    });
+    try {
+      return await connection.run(statement, caller);
+    } finally {
+      connection.release();
+    }
+  }
+
+  adopt(connection: unknown): Connection {
+    if (connection instanceof PgConnection) return connection;
+    if (!isPgClientLike(connection)) {
+      throw new DeclarationError(
+        'tx must be a pg client (a pg.Client, or a client from pool.connect()) or a tablequeue connection',
+      );
+    }
+    return new PgConnection(connection, { ledger: undefined, statementNames: this.#statementNames });
+  }
+
+  stats(): PoolStats {
+    const pool = this.#pool;
+    const size = pool?.options?.max ?? ('poolSize' in this.#options ? this.#options.poolSize : PG_DEFAULT_MAX);
+    if (pool === undefined) return this.#ledger.stats({ size, open: 0, idle: 0, waiting: 0 });
+    return this.#ledger.stats({ size, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
+  }
+
+  async close(): Promise<void> {
+    if (this.#isClosed) return;
+    this.#isClosed = true;
+    const pool = this.#pool;
+    this.#pool = undefined;
+    if (this.ownsPool && pool !== undefined) await pool.end();
+  }
+
+  async #openPool(options: { readonly url: PostgresUrl; readonly poolSize: number }): Promise<PgPoolLike> {
+    const pg = await loadClientLibrary<PgModuleLike>('pg', () => import('pg'));
+    const pool = new pg.Pool({ connectionString: options.url.connectionString, max: options.poolSize });
+    // An idle client whose server ends its session emits 'error' through the pool, which then
+    // drops it; without a listener Node would treat the event as an uncaught exception.
+    pool.on('error', () => undefined);
+    this.#pool = pool;
+    return pool;
+  }
+
+  async #lend(): Promise<PgConnection> {
+    const pool = this.#pool;
+    if (this.#isClosed || pool === undefined) {
+      throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
+    }
+    let client: PgClientLike;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      throw this.#connectionError(error);
+    }
+    return new PgConnection(client, { ledger: this.#ledger, statementNames: this.#statementNames });
+  }
+
+  #connectionError(error: unknown): ConnectionError {
+    const host = `${this.#address.host}:${this.#address.port}`;
+    const reason = error instanceof Error ? error.message : String(error);
+    return new ConnectionError({ host, message: `could not connect to postgres at ${host}: ${reason}`, cause: error });
+  }
+}
+
+class PgConnection implements Connection {
+  readonly #client: PgClientLike;
+  readonly #statementNames: StatementNames;
+  readonly #loan: ConnectionLoan;
+  // A lent client has no pool listener: a session ended between statements would crash the process.
+  readonly #onError = (): void => this.#loan.markBroken();
+
+  /** Without a ledger the client is the service's: it is neither counted nor ended here. */
+  constructor(client: PgClientLike, context: { ledger: PoolLedger | undefined; statementNames: StatementNames }) {
+    this.#client = client;
+    this.#statementNames = context.statementNames;
+    const isLent = context.ledger !== undefined;
+    if (isLent) client.on('error', this.#onError);
+    this.#loan = new ConnectionLoan({
+      ledger: context.ledger,
+      database: DATABASE,
+      describeFailure,
+      ending: isLent
+        ? {
+            release: () => {
+              client.removeListener('error', this.#onError);
+              client.release();
+            },
+            destroy: () => client.release(true),
+          }
+        : LEAVE_TO_OWNER,
+    });
+  }
+
+  execute(statement: BoundStatement): Promise<QueryResult> {
+    return this.run(statement);
+  }
+
+  run(statement: BoundStatement, caller?: Error): Promise<QueryResult> {
+    return this.#loan.run(
+      statement.name,
+      async () => {
+        const name = this.#statementNames.nameFor(statement.sql);
+        const values = statement.values.map(encodeValue);
+        const text = statement.sql;
+        const result = await this.#client.query(name === undefined ? { text, values } : { name, text, values });
+        return toQueryResult(result);
+      },
+      caller,
+    );
+  }
+
+  async prepare(statement: BoundStatement): Promise<void> {
+    if (!PREPARABLE.test(statement.sql)) return;
+    await this.#loan.run(statement.name, async () => {
+      // Postgres infers each parameter's type from its context, as it does for the real run.
+      const name = this.#statementNames.nextCheckName();
+      await this.#client.query({ text: `PREPARE ${name} AS ${statement.sql}` });
+      await this.#client.query({ text: `DEALLOCATE ${name}` });
+    });
+  }
+
+  release(): void {
+    this.#loan.release();
+  }
+
+  destroy(): void {
+    this.#loan.destroy();
+  }
+}
+
+/** Server-side statement names, shared by every connection of a pool. */
+class StatementNames {
+  readonly #names = new Map<string, string>();
+  #checkCount = 0;
+
+  /** A name for a one-off `PREPARE`, unique in this driver so two checks on one client never collide. */
+  nextCheckName(): string {
+    this.#checkCount += 1;
+    return `tq_check_${this.#checkCount}`;
+  }
+
+  /** The name derived from the SQL text, or undefined once the table of names is full. */
+  nameFor(sql: string): string | undefined {
+    const known = this.#names.get(sql);
+    if (known !== undefined || this.#names.size >= MAX_NAMED_STATEMENTS) return known;
+    const name = `tq_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}`;
+    this.#names.set(sql, name);
+    return name;
+  }
+}
+
+function toQueryResult(result: PgQueryResultLike): QueryResult {
+  return {
+    rows: result.rows,
+    affectedRows: result.rowCount ?? 0,
+    columns: result.fields.map((field) => field.name),
+  };
+}
+
+/** An ISO string reads as the same instant in a timestamptz, whatever the process's time zone. */
+function encodeValue(value: unknown): unknown {
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'bigint') return value.toString();
+  return value ?? null;
+}
+
+function describeFailure(error: unknown, statementName: string): StatementError {
+  const fields = error as { code?: unknown; severity?: unknown } | undefined;
+  const isFromServer = typeof fields?.severity === 'string' && typeof fields.code === 'string';
+  return new StatementError({
+    statement: statementName,
+    database: DATABASE,
+    sqlState: isFromServer ? (fields.code as string) : CONNECTION_FAILURE,
+    cause: error,
+  });
+}
+
+function addressOf(options: PgPoolOptionsLike | undefined): { host: string; port: number } {
+  const url = parseUrl(options?.connectionString);
+  return {
+    host: options?.host ?? (url?.hostname || 'localhost'),
+    port: Number(options?.port ?? (url?.port || DEFAULT_PORT)),
+  };
+}
+
+function parseUrl(text: string | undefined): URL | undefined {
+  try {
+    return text === undefined ? undefined : new URL(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The subset of node-postgres (`pg`) tablequeue uses, described structurally so that `pg` stays
+ * an optional peer dependency and a service's own `pg.Pool` fits without type imports.
+ */
+
+export interface PgQueryConfigLike {
+  /** A named statement is parsed once per connection and reused by name. */
+  readonly name?: string;
+  readonly text: string;
+  readonly values?: unknown[];
+}
+
+export interface PgQueryResultLike {
+  readonly rows: Record<string, unknown>[];
+  /** Null for statements that report no count (`PREPARE`, `SET`). */
+  readonly rowCount: number | null;
+  readonly fields: readonly { readonly name: string }[];
+}
+
+export type PgErrorListener = (error: Error) => void;
+
+export interface PgClientLike {
+  query(config: PgQueryConfigLike): Promise<PgQueryResultLike>;
+  /** `true` (or an error) ends the session instead of returning it to the pool. */
+  release(destroy?: boolean | Error): void;
+  on(event: 'error', listener: PgErrorListener): unknown;
+  removeListener(event: 'error', listener: PgErrorListener): unknown;
+}
+
+export interface PgPoolOptionsLike {
+  readonly max?: number;
+  readonly host?: string;
+  readonly port?: number;
+  readonly connectionString?: string;
+}
+
+export interface PgPoolLike {
+  connect(): Promise<PgClientLike>;
+  end(): Promise<void>;
+  on(event: 'error', listener: PgErrorListener): unknown;
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+  readonly options?: PgPoolOptionsLike;
+}
+
+export interface PgPoolConfigLike {
+  readonly connectionString: string;
+  readonly max: number;
+}
+
+export interface PgModuleLike {
+  readonly Pool: new (config: PgPoolConfigLike) => PgPoolLike;
+}
+
+/** A `pg.Pool`: it lends clients (`connect`) and counts them (`totalCount`). */
+export function isPgPoolLike(value: unknown): value is PgPoolLike {
+  const candidate = value as Partial<Record<keyof PgPoolLike, unknown>> | null | undefined;
+  return typeof candidate?.connect === 'function' && typeof candidate.totalCount === 'number';
+}
+
+/** A client holding one session (a `pg.Client` or a pool's client), not a pool. */
+export function isPgClientLike(value: unknown): value is PgClientLike {
+  const candidate = value as Partial<Record<keyof PgClientLike, unknown>> | null | undefined;
+  return typeof candidate?.query === 'function' && typeof candidate.on === 'function' && !isPgPoolLike(value);
+}

@@ -1,0 +1,166 @@
+/**
+ * The error catalogue. Every error tablequeue throws or emits is a `QueueError`; the subclass
+ * says what the caller should do, and `code` is a stable string to branch on.
+ */
+
+export type ErrorCode =
+  | 'DECLARATION'
+  | 'SCHEMA'
+  | 'UNSUPPORTED'
+  | 'SERVER_VERSION'
+  | 'CONNECTION_BUDGET'
+  | 'ALREADY_SUBSCRIBED'
+  | 'LEASE_LOST'
+  | 'STATEMENT'
+  | 'CONNECTION'
+  | 'CLOSED'
+  | 'DECODE'
+  | 'ENCODE';
+
+export class QueueError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** Fix the code: a table, subscription or broker declaration is invalid. */
+export class DeclarationError extends QueueError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DECLARATION', message, options);
+  }
+}
+
+/** Fix the database: a table or column the statements need is missing. */
+export class SchemaError extends QueueError {
+  readonly table: string;
+  readonly statement: string;
+
+  constructor(details: { table: string; statement: string; message: string; cause?: unknown }) {
+    super('SCHEMA', details.message, { cause: details.cause });
+    this.table = details.table;
+    this.statement = details.statement;
+  }
+}
+
+/** This database cannot do what was asked: pick another form or feature. */
+export class UnsupportedError extends QueueError {
+  readonly database: string;
+  readonly feature: string;
+
+  constructor(details: { database: string; feature: string; message: string }) {
+    super('UNSUPPORTED', details.message);
+    this.database = details.database;
+    this.feature = details.feature;
+  }
+}
+
+/** The server is older than the floor tablequeue needs. */
+export class ServerVersionError extends QueueError {
+  readonly found: string;
+  readonly required: string;
+
+  constructor(details: { found: string; required: string; message: string }) {
+    super('SERVER_VERSION', details.message);
+    this.found = details.found;
+    this.required = details.required;
+  }
+}
+
+/** The connections asked for exceed what the pool or the database allows. */
+export class ConnectionBudgetError extends QueueError {
+  constructor(message: string) {
+    super('CONNECTION_BUDGET', message);
+  }
+}
+
+/** A queue already has a subscription on this broker: scale it with `workers` instead. */
+export class AlreadySubscribedError extends QueueError {
+  constructor(message: string) {
+    super('ALREADY_SUBSCRIBED', message);
+  }
+}
+
+/** A lease settlement or renewal found the lease taken by someone else: the row is no longer ours. */
+export class LeaseLostError extends QueueError {
+  readonly id: string;
+  readonly subscription: string;
+
+  constructor(details: { id: string; subscription: string }) {
+    super(
+      'LEASE_LOST',
+      `the lease on row ${details.id} of subscription "${details.subscription}" expired and was taken or settled elsewhere; ` +
+        'nothing was changed (raise leaseMs if handlers run this long)',
+    );
+    this.id = details.id;
+    this.subscription = details.subscription;
+  }
+}
+
+/**
+ * A statement failed in the driver. Keeps the server's error fields (SQLSTATE or errno); the
+ * statement's parameters never appear in the message.
+ */
+export class StatementError extends QueueError {
+  readonly statement: string;
+  readonly database: string;
+  /** Postgres SQLSTATE, MySQL SQLSTATE, or the SQLite result code name. */
+  readonly sqlState: string | undefined;
+  /** MySQL/MariaDB errno. */
+  readonly errno: number | undefined;
+
+  constructor(details: {
+    statement: string;
+    database: string;
+    sqlState?: string | undefined;
+    errno?: number | undefined;
+    cause: unknown;
+  }) {
+    const reason = details.cause instanceof Error ? details.cause.message : String(details.cause);
+    super('STATEMENT', `statement "${details.statement}" failed on ${details.database}: ${reason}`, {
+      cause: details.cause,
+    });
+    this.statement = details.statement;
+    this.database = details.database;
+    this.sqlState = details.sqlState;
+    this.errno = details.errno;
+  }
+}
+
+/** The database could not be reached. */
+export class ConnectionError extends QueueError {
+  readonly host: string;
+
+  constructor(details: { host: string; message: string; cause?: unknown }) {
+    super('CONNECTION', details.message, { cause: details.cause });
+    this.host = details.host;
+  }
+}
+
+/** The broker is stopped (or stopping) and takes no more work. */
+export class ClosedError extends QueueError {
+  constructor(message = 'the broker is stopped; start it again or use another broker') {
+    super('CLOSED', message);
+  }
+}
+
+/** A payload could not be decoded; the subscription's `onDecodeFailure` policy settles the row. */
+export class DecodeError extends QueueError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DECODE', message, options);
+  }
+}
+
+/** A payload could not be encoded; nothing was written. */
+export class EncodeError extends QueueError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ENCODE', message, options);
+  }
+}
+
+export function isQueueError(error: unknown, code?: ErrorCode): error is QueueError {
+  return error instanceof QueueError && (code === undefined || error.code === code);
+}

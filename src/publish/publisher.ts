@@ -1,0 +1,170 @@
+import type { Queue } from '../definition/define-table.js';
+import { encodeHeaders, encodePayload } from '../delivery/codec.js';
+import type { Dialect } from '../dialect/dialect.js';
+import type { Connection, Driver, QueryResult } from '../driver/driver.js';
+import { DeclarationError } from '../errors.js';
+import { bindPositional, type Statement } from '../statement.js';
+import type { TableSpec } from '../table/table-spec.js';
+import type { PublishItem, PublishOptions } from './publish-options.js';
+
+/** Rows per multi-row insert: well under every database's limit on bound parameters (SQLite 32,766). */
+const MAX_ROWS_PER_INSERT = 500;
+const MAX_PARAMS_PER_INSERT = 30_000;
+
+const OPTION_KEYS = new Set(['partitionKey', 'priority', 'delayMs', 'runAt', 'headers', 'id', 'tx']);
+
+export interface PublisherOptions {
+  readonly driver: Driver;
+  readonly dialect: Dialect;
+  /** Called after a write so this broker's subscriptions of that table and group claim at once. */
+  readonly wake: (spec: TableSpec, group: string | undefined) => void;
+}
+
+/** Writes rows into queue tables. Encodes and validates everything before it writes anything. */
+export class Publisher {
+  readonly #options: PublisherOptions;
+  readonly #statements = new Map<string, Statement>();
+
+  constructor(options: PublisherOptions) {
+    this.#options = options;
+  }
+
+  async publish<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions = {}): Promise<string> {
+    const spec = queue.table.spec;
+    const columns = insertColumns(spec);
+    const values = rowValues(queue, payload, options, columns, new Date());
+    const statement = this.#insert(spec, columns, 1);
+    const result = await this.#run(bindPositional(statement, values), options.tx);
+    this.#options.wake(spec, queue.group);
+    return insertedIds(spec, result, options.id === undefined ? [] : [options.id], 1)[0]!;
+  }
+
+  /** Writes many rows, one statement per chunk; returns how many were written. */
+  async publishMany<Payload>(
+    queue: Queue<Payload>,
+    items: readonly PublishItem<Payload>[],
+    options: { tx?: unknown } = {},
+  ): Promise<number> {
+    if (!Array.isArray(items)) throw new DeclarationError('publishMany takes an array of { payload, …options }');
+    if (items.length === 0) return 0;
+    const spec = queue.table.spec;
+    const columns = insertColumns(spec);
+    const now = new Date();
+    const rows = items.map((item, index) => {
+      if (item === null || typeof item !== 'object' || !('payload' in item)) {
+        throw new DeclarationError(`publishMany: item ${index} must be an object with a payload`);
+      }
+      const { payload, ...itemOptions } = item;
+      return rowValues(queue, payload, itemOptions, columns, now);
+    });
+    const chunkSize = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMS_PER_INSERT / Math.max(columns.length, 1))));
+    for (let start = 0; start < rows.length; start += chunkSize) {
+      const chunk = rows.slice(start, start + chunkSize);
+      await this.#run(bindPositional(this.#insert(spec, columns, chunk.length), chunk.flat()), options.tx);
+    }
+    this.#options.wake(spec, queue.group);
+    return rows.length;
+  }
+
+  #insert(spec: TableSpec, columns: readonly string[], rowCount: number): Statement {
+    const key = `${spec.qualifiedName}\u0000${columns.join(',')}\u0000${rowCount}`;
+    let statement = this.#statements.get(key);
+    if (!statement) {
+      statement = this.#options.dialect.insert.rows(spec, columns, rowCount);
+      this.#statements.set(key, statement);
+    }
+    return statement;
+  }
+
+  async #run(statement: Parameters<Connection['execute']>[0], tx: unknown): Promise<QueryResult> {
+    if (tx === undefined) return this.#options.driver.execute(statement);
+    return this.#options.driver.adopt(tx).execute(statement);
+  }
+}
+
+/** The columns a publish writes, in a fixed order. */
+function insertColumns(spec: TableSpec): string[] {
+  const columns: string[] = [];
+  if (!spec.id.generated) columns.push(spec.id.column);
+  if (spec.group) columns.push(spec.group.column);
+  if (spec.priority) columns.push(spec.priority);
+  if (spec.partitionKey) columns.push(spec.partitionKey);
+  if (spec.retryAfter) columns.push(spec.retryAfter);
+  if (spec.headers) columns.push(spec.headers);
+  if (spec.payload) columns.push(spec.payload);
+  return columns;
+}
+
+function rowValues<Payload>(
+  queue: Queue<Payload>,
+  payload: Payload,
+  options: PublishOptions,
+  columns: readonly string[],
+  now: Date,
+): unknown[] {
+  const spec = queue.table.spec;
+  const where = `publish to "${queue.label}"`;
+  if (options === null || typeof options !== 'object') throw new DeclarationError(`${where}: options must be an object`);
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) {
+      throw new DeclarationError(`${where}: unknown option "${key}"; the options are ${[...OPTION_KEYS].join(', ')}`);
+    }
+  }
+  const byColumn = new Map<string, unknown>();
+  if (!spec.id.generated) {
+    if (options.id === undefined || options.id === null) {
+      throw new DeclarationError(`${where}: table "${spec.qualifiedName}" takes ids from the publisher; pass { id }`);
+    }
+    byColumn.set(spec.id.column, options.id);
+  } else if (options.id !== undefined) {
+    throw new DeclarationError(`${where}: table "${spec.qualifiedName}" generates its ids; remove the id option`);
+  }
+  if (options.priority !== undefined && !Number.isInteger(options.priority)) {
+    throw new DeclarationError(`${where}: priority must be a whole number`);
+  }
+  if (options.partitionKey !== undefined && options.partitionKey !== null && typeof options.partitionKey !== 'string') {
+    throw new DeclarationError(`${where}: partitionKey must be a string or null`);
+  }
+  /** A role option given for a table without that column is a mistake worth stopping. */
+  const setRole = (column: string | undefined, role: string, given: unknown, value: () => unknown) => {
+    if (column !== undefined) byColumn.set(column, value());
+    else if (given !== undefined && given !== null) {
+      throw new DeclarationError(`${where}: the ${role} option needs a ${role} column; declare it in defineTable`);
+    }
+  };
+  if (spec.group) byColumn.set(spec.group.column, queue.name);
+  setRole(spec.priority, 'priority', options.priority, () => options.priority ?? 0);
+  setRole(spec.partitionKey, 'partitionKey', options.partitionKey, () => options.partitionKey ?? null);
+  setRole(spec.retryAfter, 'delayMs/runAt (retryAfter)', dueOption(options, where), () => dueAt(options, now));
+  setRole(spec.headers, 'headers', options.headers, () =>
+    options.headers === undefined ? null : encodeHeaders(options.headers, where),
+  );
+  if (spec.payload) byColumn.set(spec.payload, encodePayload(payload, where));
+  return columns.map((column) => byColumn.get(column));
+}
+
+function dueOption(options: PublishOptions, where: string): unknown {
+  if (options.delayMs !== undefined && options.runAt !== undefined) {
+    throw new DeclarationError(`${where}: give delayMs or runAt, not both`);
+  }
+  if (options.delayMs !== undefined && (!Number.isFinite(options.delayMs) || options.delayMs < 0)) {
+    throw new DeclarationError(`${where}: delayMs must be zero or more milliseconds`);
+  }
+  if (options.runAt !== undefined && !(options.runAt instanceof Date && Number.isFinite(options.runAt.getTime()))) {
+    throw new DeclarationError(`${where}: runAt must be a valid Date`);
+  }
+  return options.delayMs ?? options.runAt;
+}
+
+function dueAt(options: PublishOptions, now: Date): Date {
+  if (options.runAt !== undefined) return options.runAt;
+  return new Date(now.getTime() + (options.delayMs ?? 0));
+}
+
+function insertedIds(spec: TableSpec, result: QueryResult, supplied: readonly (string | number)[], count: number): string[] {
+  if (supplied.length > 0) return supplied.map(String);
+  const returned = result.rows.map((row) => row[spec.id.column]).filter((id) => id !== undefined && id !== null);
+  if (returned.length === count) return returned.map(String);
+  if (result.insertId !== undefined) return [String(result.insertId)];
+  return [];
+}

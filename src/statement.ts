@@ -1,0 +1,60 @@
+/**
+ * A statement as a dialect renders it: SQL text and the meaning of each placeholder, in order.
+ * Dialects never see values; the claim forms and the publisher bind them by parameter name.
+ */
+export interface Statement {
+  /** Stable name, used in errors, prepared-statement names and tests (`lease.claim`). */
+  readonly name: string;
+  readonly sql: string;
+  /** What each placeholder carries, in placeholder order. */
+  readonly params: readonly ParamName[];
+}
+
+/**
+ * Every value a statement can bind. Column values of an insert are named `column:<role>`.
+ * - `now`: the claim's or settlement's instant; `leaseNow`: the same instant for the lease check.
+ * - `lockedUntil`: the new lease expiry written by a claim or renewal; `held`: the lease token
+ *   the caller holds (the expiry it wrote).
+ * - `retryAfterAt`: when a delayed row becomes due. `destination`: a dead-letter group.
+ */
+export type ParamName =
+  | 'id'
+  | 'group'
+  | 'now'
+  | 'leaseNow'
+  | 'limit'
+  | 'lockedUntil'
+  | 'held'
+  | 'retryAfterAt'
+  | 'destination'
+  | `column:${string}`;
+
+/** A statement with its values, ready for a driver. */
+export interface BoundStatement {
+  readonly name: string;
+  readonly sql: string;
+  readonly values: readonly unknown[];
+}
+
+export type ParamValues = Partial<Record<ParamName, unknown>>;
+
+/** Binds values to a statement by parameter name; a missing value is a programming error. */
+export function bindStatement(statement: Statement, values: ParamValues): BoundStatement {
+  const bound = statement.params.map((param) => {
+    if (!(param in values)) {
+      throw new TypeError(`statement "${statement.name}" needs a value for parameter "${param}"`);
+    }
+    return values[param];
+  });
+  return { name: statement.name, sql: statement.sql, values: bound };
+}
+
+/** Binds a statement whose values are already in placeholder order (multi-row inserts). */
+export function bindPositional(statement: Statement, values: readonly unknown[]): BoundStatement {
+  if (values.length !== statement.params.length) {
+    throw new TypeError(
+      `statement "${statement.name}" has ${statement.params.length} placeholders, got ${values.length} values`,
+    );
+  }
+  return { name: statement.name, sql: statement.sql, values };
+}

@@ -1,0 +1,212 @@
+import type { HeldRow, Settlement } from '../claim/claim-form.js';
+import type { DeadLetterTarget } from '../dialect/dialect.js';
+import { decodeHeaders, decodeJsonPayload } from '../delivery/codec.js';
+import type { Message } from '../delivery/message.js';
+import { isOutcome, type Outcome } from '../delivery/outcome.js';
+import { DecodeError } from '../errors.js';
+import type { TableSpec } from '../table/table-spec.js';
+import {
+  isStandardSchema,
+  type Handler,
+  type HandlerContext,
+  type ResolvedSubscribeOptions,
+} from './subscription-options.js';
+
+export interface DeliveryCounters {
+  handled: number;
+  acked: number;
+  dropped: number;
+  retried: number;
+  deadLettered: number;
+  decodeFailures: number;
+  handlerErrors: number;
+  settleErrors: number;
+}
+
+export interface DeliveryRunnerOptions {
+  readonly spec: TableSpec;
+  readonly subscription: string;
+  readonly handler: Handler<unknown>;
+  readonly options: ResolvedSubscribeOptions;
+  readonly deadLetter: DeadLetterTarget | undefined;
+  readonly context: HandlerContext;
+  readonly onError: (error: unknown, detail: { subscription: string; messageId: string; phase: string }) => void;
+  readonly onWarning: (message: string) => void;
+}
+
+/** Runs one delivery: decode, handler, outcome, settlement. Never throws. */
+export class DeliveryRunner {
+  readonly counters: DeliveryCounters = {
+    handled: 0,
+    acked: 0,
+    dropped: 0,
+    retried: 0,
+    deadLettered: 0,
+    decodeFailures: 0,
+    handlerErrors: 0,
+    settleErrors: 0,
+  };
+  readonly #options: DeliveryRunnerOptions;
+  readonly #inFlight = new Set<HeldRow>();
+  readonly #abandoned = new WeakSet<HeldRow>();
+  #hasWarnedRetryAfter = false;
+
+  constructor(options: DeliveryRunnerOptions) {
+    this.#options = options;
+  }
+
+  async run(row: HeldRow): Promise<void> {
+    this.#inFlight.add(row);
+    try {
+      await this.#run(row);
+    } finally {
+      this.#inFlight.delete(row);
+    }
+  }
+
+  /**
+   * Hands back the rows of deliveries whose handlers did not finish in time: the row returns to
+   * the queue now, and whatever the handler returns later is ignored.
+   */
+  async abandonAll(): Promise<void> {
+    const rows = [...this.#inFlight];
+    this.#inFlight.clear();
+    await Promise.allSettled(
+      rows.map(async (row) => {
+        this.#abandoned.add(row);
+        try {
+          await row.handBack();
+        } catch (error) {
+          this.#options.onError(error, { subscription: this.#options.subscription, messageId: row.id, phase: 'hand back' });
+        }
+      }),
+    );
+  }
+
+  async #run(row: HeldRow): Promise<void> {
+    const { subscription, onError } = this.#options;
+    let message: Message<unknown>;
+    try {
+      message = await this.#decode(row);
+    } catch (error) {
+      this.counters.decodeFailures += 1;
+      onError(error, { subscription, messageId: row.id, phase: 'decode' });
+      await this.#settle(row, this.#decodeFailureOutcome());
+      return;
+    }
+    let outcome: Outcome;
+    try {
+      const returned = await this.#options.handler(message, this.#options.context);
+      outcome = isOutcome(returned) ? returned : { kind: 'ack' };
+    } catch (error) {
+      this.counters.handlerErrors += 1;
+      onError(error, { subscription, messageId: row.id, phase: 'handler' });
+      outcome = { kind: 'retryAfter', delayMs: this.#backoffMs(row.attempt) };
+    }
+    this.counters.handled += 1;
+    await this.#settle(row, outcome);
+  }
+
+  async #decode(row: HeldRow): Promise<Message<unknown>> {
+    const { spec, options } = this.#options;
+    const values = row.row;
+    const raw = spec.payload === undefined ? undefined : toBuffer(values[spec.payload]);
+    let payload: unknown = values;
+    if (raw !== undefined) {
+      const decode = options.decode;
+      if (decode === undefined) payload = decodeJsonPayload(raw);
+      else if (isStandardSchema(decode)) payload = await validate(decode, decodeJsonPayload(raw));
+      else payload = await decode(raw, values);
+    }
+    const keyValue = spec.partitionKey === undefined ? null : values[spec.partitionKey];
+    return {
+      id: row.id,
+      payload,
+      raw,
+      attempt: row.attempt,
+      partitionKey: keyValue === null || keyValue === undefined ? null : String(keyValue),
+      headers: spec.headers === undefined ? {} : readHeaders(values[spec.headers]),
+      group: spec.group === undefined ? undefined : String(values[spec.group.column]),
+      row: values,
+    };
+  }
+
+  #decodeFailureOutcome(): Outcome {
+    const policy = this.#options.options.onDecodeFailure;
+    if (policy === 'drop') return { kind: 'drop' };
+    if (policy === 'retry') return { kind: 'retry' };
+    return { kind: 'retryAfter', delayMs: policy.retryAfterMs };
+  }
+
+  /** Exponential from `initialMs`, capped, with up to a quarter of jitter so retries spread. */
+  #backoffMs(attempt: number): number {
+    const { initialMs, maxMs } = this.#options.options.retryBackoff;
+    const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 30));
+    return Math.round(base * (0.75 + Math.random() * 0.25));
+  }
+
+  async #settle(row: HeldRow, outcome: Outcome): Promise<void> {
+    if (this.#abandoned.has(row)) return;
+    const settlement = this.#settlementFor(row, outcome);
+    try {
+      await row.settle(settlement);
+      this.#count(settlement, outcome);
+    } catch (error) {
+      this.counters.settleErrors += 1;
+      this.#options.onError(error, { subscription: this.#options.subscription, messageId: row.id, phase: 'settle' });
+    }
+  }
+
+  #settlementFor(row: HeldRow, outcome: Outcome): Settlement {
+    if (outcome.kind === 'ack' || outcome.kind === 'drop') return { kind: 'finish' };
+    const { maxAttempts } = this.#options.options;
+    if (maxAttempts !== undefined && this.#options.deadLetter !== undefined && row.attempt >= maxAttempts) {
+      return { kind: 'deadLetter', target: this.#options.deadLetter };
+    }
+    if (outcome.kind === 'retry') return { kind: 'retry' };
+    if (this.#options.spec.retryAfter === undefined) {
+      if (!this.#hasWarnedRetryAfter) {
+        this.#hasWarnedRetryAfter = true;
+        this.#options.onWarning(
+          `subscription "${this.#options.subscription}": table "${this.#options.spec.qualifiedName}" has no retryAfter column, so delayed retries go back to the queue at once; add the column to delay them`,
+        );
+      }
+      return { kind: 'retry' };
+    }
+    return { kind: 'retryAfter', at: new Date(Date.now() + outcome.delayMs) };
+  }
+
+  #count(settlement: Settlement, outcome: Outcome): void {
+    if (settlement.kind === 'deadLetter') this.counters.deadLettered += 1;
+    else if (outcome.kind === 'ack') this.counters.acked += 1;
+    else if (outcome.kind === 'drop') this.counters.dropped += 1;
+    else this.counters.retried += 1;
+  }
+}
+
+function toBuffer(value: unknown): Buffer {
+  if (Buffer.isBuffer(value)) return value;
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  if (typeof value === 'string') return Buffer.from(value, 'utf8');
+  throw new DecodeError(`payload column holds ${value === null ? 'NULL' : typeof value}, not bytes`);
+}
+
+function readHeaders(value: unknown): Record<string, string> {
+  try {
+    return decodeHeaders(value);
+  } catch (error) {
+    throw error instanceof DecodeError ? error : new DecodeError('headers column is not valid JSON', { cause: error });
+  }
+}
+
+async function validate(
+  schema: Extract<ResolvedSubscribeOptions['decode'], { '~standard': unknown }>,
+  value: unknown,
+): Promise<unknown> {
+  const result = await schema['~standard'].validate(value);
+  if (result.issues) {
+    const detail = result.issues.map((issue) => issue.message).join('; ');
+    throw new DecodeError(`payload does not match its schema: ${detail}`);
+  }
+  return result.value;
+}

@@ -1,0 +1,276 @@
+import type { ClaimForm, HeldRow } from '../claim/claim-form.js';
+import type { FormContext } from '../claim/form-context.js';
+import { LeaseForm } from '../claim/lease-form.js';
+import { roundLeaseMs } from '../claim/lease-book.js';
+import { RowLockForm } from '../claim/row-lock-form.js';
+import type { Queue } from '../definition/define-table.js';
+import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
+import type { Driver } from '../driver/driver.js';
+import { SchemaError, StatementError, UnsupportedError } from '../errors.js';
+import { bindStatement, type Statement } from '../statement.js';
+import { parseDeadLetterTable, roleColumns, type TableSpec } from '../table/table-spec.js';
+import { ClaimLoop } from './claim-loop.js';
+import { DeliveryRunner } from './delivery-runner.js';
+import type { Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
+
+/**
+ * After the stop timeout aborts the handlers' signal, they get this long to return before their
+ * rows are handed back without them.
+ */
+export const STOP_ABANDON_GRACE_MS = 1_000;
+
+/** Counters a person can act on, per subscription. */
+export interface SubscriptionStats {
+  readonly queue: string;
+  readonly form: TableSpec['form'];
+  readonly workers: number;
+  readonly inWork: number;
+  readonly waitingRows: number;
+  readonly claimsRunning: number;
+  readonly connectionsHeld: number;
+  readonly maxConnectionsHeld: number;
+  readonly claims: number;
+  readonly emptyClaims: number;
+  readonly failedClaims: number;
+  readonly handled: number;
+  readonly acked: number;
+  readonly dropped: number;
+  readonly retried: number;
+  readonly deadLettered: number;
+  readonly decodeFailures: number;
+  readonly handlerErrors: number;
+  readonly settleErrors: number;
+  readonly leaseRenewals: number;
+  readonly leasesLost: number;
+  readonly deadlocksRetried: number;
+}
+
+export interface SubscriptionRuntime {
+  readonly driver: Driver;
+  readonly dialect: Dialect;
+  readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
+  readonly onWarning: (message: string) => void;
+  readonly createContext: (signal: AbortSignal) => Omit<HandlerContext, 'signal'>;
+}
+
+/** One queue being read: opened (statements checked) at start, then a claim loop and its deliveries. */
+export class Subscription {
+  readonly queue: Queue<unknown>;
+  readonly #handler: Handler<unknown>;
+  readonly #options: ResolvedSubscribeOptions;
+  readonly #abort = new AbortController();
+  #form: ClaimForm | undefined;
+  #loop: ClaimLoop | undefined;
+  #runner: DeliveryRunner | undefined;
+  #leaseRenewals = 0;
+  #leasesLost = 0;
+
+  constructor(queue: Queue<unknown>, handler: Handler<unknown>, options: ResolvedSubscribeOptions) {
+    this.queue = queue;
+    this.#handler = handler;
+    this.#options = options;
+  }
+
+  get name(): string {
+    return this.queue.label;
+  }
+
+  /**
+   * Reads the table's columns, renders every statement and prepares each on the server, so a
+   * missing table or column fails here with a `SchemaError` naming it.
+   */
+  async open(runtime: SubscriptionRuntime): Promise<void> {
+    const { driver, dialect } = runtime;
+    const spec = this.queue.table.spec;
+    dialect.validateTable(spec);
+    if (spec.form === 'advisory') {
+      throw new UnsupportedError({
+        database: dialect.name,
+        feature: 'advisory lock form',
+        message: `table "${spec.qualifiedName}": the advisory lock form is not available yet; use lockedUntil (lease form) or the row lock form`,
+      });
+    }
+    const columns = await this.#readColumns(runtime);
+    const deadLetter = this.#deadLetterTarget(spec);
+    const context: FormContext = { driver, dialect, spec, columns, group: this.queue.group, deadLetter, subscription: this.name };
+    const leaseMs = roundLeaseMs(this.#options.leaseMs);
+    const form =
+      spec.form === 'lease'
+        ? new LeaseForm(context, {
+            leaseMs,
+            onRenewed: () => (this.#leaseRenewals += 1),
+            onLost: () => (this.#leasesLost += 1),
+            onError: (error) => runtime.onError(error, { subscription: this.name, phase: 'lease renewal' }),
+          })
+        : new RowLockForm(context);
+    this.#form = form;
+    try {
+      await this.#prepare(runtime, form.statements);
+    } catch (error) {
+      form.close();
+      throw error;
+    }
+    const isSingleClaim =
+      dialect.capabilities.hasSingleWriter ||
+      spec.group?.fifo === true ||
+      spec.partitionKey !== undefined ||
+      (spec.form === 'lease' && dialect.capabilities.leaseClaimLocksRows);
+    const claimsForEveryWorker = spec.form === 'lease' && dialect.capabilities.hasSingleWriter;
+    const workers = this.#options.workers;
+    this.#runner = new DeliveryRunner({
+      spec,
+      subscription: this.name,
+      handler: this.#handler,
+      options: this.#options,
+      deadLetter,
+      context: { ...runtime.createContext(this.#abort.signal), signal: this.#abort.signal },
+      onError: (error, detail) => runtime.onError(error, detail),
+      onWarning: runtime.onWarning,
+    });
+    const runner = this.#runner;
+    this.#loop = new ClaimLoop({
+      workers,
+      holdsConnection: form.holdsConnection,
+      isSingleClaim,
+      rowsPerClaim: () => (claimsForEveryWorker ? workers : 1),
+      pollIntervalMs: this.#options.pollIntervalMs,
+      poolStats: () => driver.stats(),
+      claim: (limit) => form.claim(limit, new Date()),
+      deliver: (row) => runner.run(row),
+      onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
+      handBack: (row) => this.#handBack(runtime, row),
+    });
+  }
+
+  start(): void {
+    this.#loop?.start();
+  }
+
+  wake(): void {
+    this.#loop?.wake();
+  }
+
+  /**
+   * Stops claiming, hands back waiting rows, lets deliveries in work finish for `timeoutMs`,
+   * then aborts their signal and waits for them to settle.
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    const loop = this.#loop;
+    if (loop) {
+      await loop.stop();
+      const drained = loop.drain();
+      if (!(await settlesWithin(drained, timeoutMs))) {
+        this.#abort.abort();
+        if (!(await settlesWithin(drained, STOP_ABANDON_GRACE_MS))) await this.#runner?.abandonAll();
+      }
+    }
+    this.#form?.close();
+  }
+
+  stats(): SubscriptionStats {
+    const loop = this.#loop;
+    const runner = this.#runner?.counters;
+    return {
+      queue: this.name,
+      form: this.queue.table.spec.form,
+      workers: this.#options.workers,
+      inWork: loop?.inWork ?? 0,
+      waitingRows: loop?.waitingRows ?? 0,
+      claimsRunning: loop?.claimsRunning ?? 0,
+      connectionsHeld: loop?.connectionsHeld ?? 0,
+      maxConnectionsHeld: loop?.counters.maxConnectionsHeld ?? 0,
+      claims: loop?.counters.claims ?? 0,
+      emptyClaims: loop?.counters.emptyClaims ?? 0,
+      failedClaims: loop?.counters.failedClaims ?? 0,
+      handled: runner?.handled ?? 0,
+      acked: runner?.acked ?? 0,
+      dropped: runner?.dropped ?? 0,
+      retried: runner?.retried ?? 0,
+      deadLettered: runner?.deadLettered ?? 0,
+      decodeFailures: runner?.decodeFailures ?? 0,
+      handlerErrors: runner?.handlerErrors ?? 0,
+      settleErrors: runner?.settleErrors ?? 0,
+      leaseRenewals: this.#leaseRenewals,
+      leasesLost: this.#leasesLost,
+      deadlocksRetried: 0,
+    };
+  }
+
+  async #readColumns(runtime: SubscriptionRuntime): Promise<TableColumns> {
+    const spec = this.queue.table.spec;
+    const probe = runtime.dialect.schema.probeColumns(spec);
+    let columns: readonly string[];
+    try {
+      columns = (await runtime.driver.execute(bindStatement(probe, {}))).columns;
+    } catch (error) {
+      throw this.#schemaError(probe, error);
+    }
+    const missing = roleColumns(spec).filter((column) => !columns.includes(column));
+    if (missing.length > 0) {
+      throw new SchemaError({
+        table: spec.qualifiedName,
+        statement: probe.name,
+        message: `table "${spec.qualifiedName}" has no column ${missing.map((c) => `"${c}"`).join(', ')}; the declaration names ${missing.length === 1 ? 'it' : 'them'} as a role (found: ${columns.join(', ')})`,
+      });
+    }
+    return columns;
+  }
+
+  #deadLetterTarget(spec: TableSpec): DeadLetterTarget | undefined {
+    const destination = this.#options.deadLetter;
+    if (destination === undefined) return undefined;
+    if (spec.group !== undefined) return { kind: 'group', group: destination };
+    return { kind: 'table', ...parseDeadLetterTable(destination, `subscription "${this.name}"`) };
+  }
+
+  async #prepare(runtime: SubscriptionRuntime, statements: Statement[]): Promise<void> {
+    const connection = await runtime.driver.acquire();
+    try {
+      for (const statement of statements) {
+        const placeholders = Object.fromEntries(statement.params.map((param) => [param, null]));
+        try {
+          await connection.prepare(bindStatement(statement, placeholders));
+        } catch (error) {
+          throw this.#schemaError(statement, error);
+        }
+      }
+      connection.release();
+    } catch (error) {
+      connection.destroy();
+      throw error;
+    }
+  }
+
+  #schemaError(statement: Statement, error: unknown): unknown {
+    if (!(error instanceof StatementError)) return error;
+    const table = this.queue.table.spec.qualifiedName;
+    const reason = error.cause instanceof Error ? error.cause.message : error.message;
+    return new SchemaError({
+      table,
+      statement: statement.name,
+      message: `table "${table}": statement "${statement.name}" does not prepare on ${error.database} (${reason}); create the table with createTableSql() or fix its columns`,
+      cause: error,
+    });
+  }
+
+  async #handBack(runtime: SubscriptionRuntime, row: HeldRow): Promise<void> {
+    try {
+      await row.handBack();
+    } catch (error) {
+      runtime.onError(error, { subscription: this.name, messageId: row.id, phase: 'hand back' });
+    }
+  }
+}
+
+/** Whether `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
