@@ -6,6 +6,7 @@ import type { Stand, TestDatabase } from './stand.js';
 import { leaseSuite } from './suites/lease.suite.js';
 import { processSuite } from './suites/process.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
+import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
 import { wakeSuite } from './suites/wake.suite.js';
@@ -38,6 +39,7 @@ export function runConformance(stand: Stand): Promise<void> {
       leaseSuite(context);
       wakeSuite(context);
       processSuite(context);
+      serviceSuite(context);
     });
   });
 }
