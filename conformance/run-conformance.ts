@@ -4,6 +4,7 @@ import { stopAll } from './fixtures.js';
 import { requireLive } from './require-live.js';
 import type { Stand, TestDatabase } from './stand.js';
 import { leaseSuite } from './suites/lease.suite.js';
+import { partitioningSuite } from './suites/partitioning.suite.js';
 import { processSuite } from './suites/process.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
@@ -40,6 +41,7 @@ export function runConformance(stand: Stand): Promise<void> {
       wakeSuite(context);
       processSuite(context);
       serviceSuite(context);
+      partitioningSuite(context);
     });
   });
 }

@@ -8,6 +8,8 @@ export type { Message } from './delivery/message.js';
 export type { StandardSchemaV1 } from './delivery/standard-schema.js';
 export type { PublishItem, PublishOptions } from './publish/publish-options.js';
 export type {
+  BatchHandler,
+  ThreadOptions,
   DecodeFailurePolicy,
   Decoder,
   Handler,

@@ -3,14 +3,23 @@ import type { Queue } from '../definition/define-table.js';
 import { Queue as QueueClass } from '../definition/define-table.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
 import { createDriver } from '../driver/create-driver.js';
-import { AlreadySubscribedError, ClosedError, ConnectionBudgetError, DeclarationError } from '../errors.js';
+import { AlreadySubscribedError, ClosedError, DeclarationError } from '../errors.js';
 import type { PublishItem, PublishOptions } from '../publish/publish-options.js';
 import { Publisher } from '../publish/publisher.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
-import { Subscription, type SubscriptionStats } from '../subscription/subscription.js';
+import {
+  Subscription,
+  type SubscriptionStats,
+  type ThreadInvoker,
+  type ThreadRequest,
+} from '../subscription/subscription.js';
+import { ThreadHost } from '../threads/thread-host.js';
+import { checkConnectionLimit } from '../threads/thread-pool-budget.js';
 import {
   resolveSubscribeOptions,
+  type BatchHandler,
   type Handler,
+  type ThreadOptions,
   type HandlerContext,
   type SubscribeOptions,
 } from '../subscription/subscription-options.js';
@@ -54,19 +63,45 @@ export class Broker extends EventEmitter<BrokerEvents> {
     return this.#state === 'running';
   }
 
-  /** Reads a queue. Declare subscriptions before `start()`; one per queue per broker. */
+  /**
+   * Reads a queue. Declare subscriptions before `start()`; one per queue per broker. With
+   * `batch: n` the handler receives an array; with `onThreads` the handler is the export of a
+   * module loaded on each worker thread and no handler is passed here.
+   */
   subscribe<Output>(
     queue: Queue<unknown>,
     handler: Handler<Output>,
-    options: SubscribeOptions<Output> & { decode: StandardSchemaV1<unknown, Output> },
+    options: SubscribeOptions<Output> & { decode: StandardSchemaV1<unknown, Output>; batch?: undefined },
+  ): void;
+  subscribe<Output>(
+    queue: Queue<unknown>,
+    handler: BatchHandler<Output>,
+    options: SubscribeOptions<Output> & { decode: StandardSchemaV1<unknown, Output>; batch: number },
+  ): void;
+  subscribe<Payload>(
+    queue: Queue<Payload>,
+    handler: BatchHandler<Payload>,
+    options: SubscribeOptions<Payload> & { batch: number },
   ): void;
   subscribe<Payload>(queue: Queue<Payload>, handler: Handler<Payload>, options?: SubscribeOptions<Payload>): void;
-  subscribe(queue: Queue<unknown>, handler: Handler<unknown>, options: SubscribeOptions<unknown> = {}): void {
+  subscribe<Payload>(queue: Queue<Payload>, options: SubscribeOptions<Payload> & { onThreads: ThreadOptions }): void;
+  subscribe(
+    queue: Queue<unknown>,
+    handlerOrOptions: Handler<unknown> | BatchHandler<unknown> | SubscribeOptions<unknown>,
+    maybeOptions: SubscribeOptions<unknown> = {},
+  ): void {
     if (!(queue instanceof QueueClass)) {
       throw new DeclarationError('subscribe needs a queue: table.queue("name") of a table from defineTable');
     }
-    if (typeof handler !== 'function') {
-      throw new DeclarationError(`subscribe to "${queue.label}": the handler must be a function`);
+    const handler = typeof handlerOrOptions === 'function' ? handlerOrOptions : undefined;
+    const options = typeof handlerOrOptions === 'function' ? maybeOptions : (handlerOrOptions ?? {});
+    if (handler === undefined && options.onThreads === undefined) {
+      throw new DeclarationError(`subscribe to "${queue.label}": pass a handler function, or onThreads with the handler's module`);
+    }
+    if (handler !== undefined && options.onThreads !== undefined) {
+      throw new DeclarationError(
+        `subscribe to "${queue.label}": with onThreads the handler is onThreads.module's export; pass no handler function`,
+      );
     }
     if (this.#state !== 'new') {
       throw new DeclarationError(`subscribe to "${queue.label}": declare subscriptions before broker.start()`);
@@ -90,7 +125,11 @@ export class Broker extends EventEmitter<BrokerEvents> {
     this.#driver = driver;
     try {
       await driver.open();
-      this.#checkConnectionLimit(driver);
+      checkConnectionLimit({
+        limit: this.#options.connectionLimit,
+        poolSize: driver.stats().size,
+        subscriptions: [...this.#subscriptions.values()].flatMap((subscription) => subscription.threadBudget()),
+      });
       const dialect = await openDialect(driver);
       this.#publisher = new Publisher({ driver, dialect, wake: (spec, group) => this.#wake(spec, group) });
       for (const subscription of this.#subscriptions.values()) {
@@ -100,6 +139,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           onError: (error, detail) => this.#reportError(error, detail),
           onWarning: (message) => this.#reportWarning(message),
           createContext: () => this.#handlerContext(driver),
+          openThreads: (request) => this.#openThreads(request),
         });
       }
     } catch (error) {
@@ -164,16 +204,18 @@ export class Broker extends EventEmitter<BrokerEvents> {
     return this.#publisher;
   }
 
-  /** WP-13: the pool the broker opens must fit under the database's connection limit. */
-  #checkConnectionLimit(driver: Driver): void {
-    const limit = this.#options.connectionLimit;
-    if (limit === undefined) return;
-    const poolSize = driver.stats().size;
-    if (poolSize > limit) {
-      throw new ConnectionBudgetError(
-        `the service pool of ${poolSize} connections exceeds connectionLimit ${limit}; lower pool.max or raise the limit`,
+  #openThreads(request: ThreadRequest): Promise<ThreadInvoker> {
+    const database = this.#options.database;
+    if (typeof database !== 'string') {
+      throw new DeclarationError(
+        `subscription "${request.subscription}": onThreads needs the broker's database as a URL, since each thread opens its own pool`,
       );
     }
+    return ThreadHost.start({
+      request,
+      database,
+      publish: (queue, payload, options) => this.publish(queue, payload, options),
+    });
   }
 
   #wake(spec: TableSpec, group: string | undefined): void {

@@ -15,6 +15,13 @@ export class QueueTable {
     this.spec = createTableSpec(declaration);
   }
 
+  /** A table from a spec already validated (one that crossed from a worker thread). */
+  static fromSpec(spec: TableSpec): QueueTable {
+    const table = Object.create(QueueTable.prototype) as { spec: TableSpec };
+    table.spec = Object.freeze({ ...spec });
+    return table as QueueTable;
+  }
+
   /**
    * One queue of this table: the rows of group `name` on a grouped table, or the whole table
    * when it has no group column (the name is then only a label).

@@ -2,25 +2,26 @@ import type { HeldRow } from '../claim/claim-form.js';
 import type { PoolStats } from '../driver/driver.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { WakeSignal } from '../internal/wake-signal.js';
+import type { DeliveryUnit, Dispatcher } from './dispatcher.js';
 
 /** After a claim statement fails, the next claim waits this long (not the poll interval). */
 export const FAILED_CLAIM_BACKOFF_MS = 1_000;
 
 export interface ClaimLoopOptions {
-  readonly workers: number;
-  /** Whether each delivery in work holds a pool connection (WP-5). */
+  readonly dispatcher: Dispatcher;
+  /** Whether each unit in work (or waiting for its worker) holds a pool connection (WP-5). */
   readonly holdsConnection: boolean;
   /** Only one claim in flight at a time (WP-7). */
   readonly isSingleClaim: boolean;
-  /** Rows one claim asks for, given the workers without a delivery or a waiting row. */
-  readonly rowsPerClaim: (idleWorkers: number) => number;
+  /** Rows one claim asks for. */
+  readonly rowsPerClaim: number;
+  /** Whether the rows of one claim make one unit (a batch) or one unit each. */
+  readonly isBatch: boolean;
   readonly pollIntervalMs: number;
   readonly poolStats: () => PoolStats;
   readonly claim: (limit: number) => Promise<HeldRow[]>;
-  /** Starts a delivery for one row; the promise settles when the worker is free again. */
-  readonly deliver: (row: HeldRow) => Promise<void>;
   readonly onClaimError: (error: unknown) => void;
-  /** Rows claimed after stop began go back to the queue through this. */
+  /** Rows claimed after stop began, and rows still waiting at stop, go back through this. */
   readonly handBack: (row: HeldRow) => Promise<void>;
 }
 
@@ -29,28 +30,36 @@ export interface ClaimLoopCounters {
   emptyClaims: number;
   failedClaims: number;
   maxConnectionsHeld: number;
+  maxClaimsRunning: number;
 }
 
 /**
  * Decides when to claim. One claim in flight per idle worker (WP-1), never more connections
  * than the pool's size minus one (WP-2), a parallel claim only with two spare connections (WP-3),
  * one claim at a time after an empty claim until one takes rows again (WP-6), and one claim at a
- * time on single-claim tables (WP-7). Rows a claim takes beyond the idle workers wait here for
- * the next idle worker (WP-9).
+ * time on single-claim tables (WP-7). Units the dispatcher cannot start yet wait there (WP-9).
  *
  * States: running (claims start as workers free up), waiting (after an empty or failed claim,
  * until the poll interval passes or a wake arrives), stopping (no new claims; rows that arrive
- * go back to the queue), stopped.
+ * go back to the queue).
  */
 export class ClaimLoop {
-  readonly counters: ClaimLoopCounters = { claims: 0, emptyClaims: 0, failedClaims: 0, maxConnectionsHeld: 0 };
+  readonly counters: ClaimLoopCounters = {
+    claims: 0,
+    emptyClaims: 0,
+    failedClaims: 0,
+    maxConnectionsHeld: 0,
+    maxClaimsRunning: 0,
+  };
   readonly #options: ClaimLoopOptions;
   readonly #wake = new WakeSignal();
   readonly #stop = new AbortController();
-  readonly #waitingRows: HeldRow[] = [];
-  readonly #claimsInFlight = new Set<Promise<void>>();
-  readonly #deliveries = new Set<Promise<void>>();
-  #inWork = 0;
+  readonly #claimsInFlight = new Set<Promise<unknown>>();
+  /**
+   * Claims whose statements are running. A claim stops counting the moment its rows are handed
+   * on, so a row-lock connection is never counted twice (once as a claim, once as a delivery).
+   */
+  #claimsRunning = 0;
   #isProbing = true;
   #isWaiting = false;
   #isStopping = false;
@@ -59,21 +68,14 @@ export class ClaimLoop {
     this.#options = options;
   }
 
-  get inWork(): number {
-    return this.#inWork;
-  }
-
   get claimsRunning(): number {
-    return this.#claimsInFlight.size;
+    return this.#claimsRunning;
   }
 
-  get waitingRows(): number {
-    return this.#waitingRows.length;
-  }
-
-  /** Connections this subscription holds now: claims running plus deliveries that hold one. */
+  /** Connections this subscription holds now: claims running plus units that hold one. */
   get connectionsHeld(): number {
-    return this.#claimsInFlight.size + (this.#options.holdsConnection ? this.#inWork : 0);
+    const { dispatcher, holdsConnection } = this.#options;
+    return this.#claimsRunning + (holdsConnection ? dispatcher.inWork + dispatcher.waiting : 0);
   }
 
   start(): void {
@@ -85,38 +87,33 @@ export class ClaimLoop {
     this.#wake.wake();
   }
 
+  /** A worker finished its unit: claim for it. */
+  onWorkerIdle(): void {
+    this.#pump();
+  }
+
   /**
-   * Stops claiming, waits for claims in flight, and hands back every row that waits here.
-   * Deliveries in work go on; `drain()` waits for them.
+   * Stops claiming, waits for claims in flight, and hands back every row that waits for a
+   * worker. Units in work go on; the dispatcher's `drain()` waits for them.
    */
   async stop(): Promise<void> {
     this.#isStopping = true;
     this.#stop.abort();
     this.#wake.cancel();
     while (this.#claimsInFlight.size > 0) await Promise.allSettled([...this.#claimsInFlight]);
-    const waiting = this.#waitingRows.splice(0);
+    const waiting = this.#options.dispatcher.takeWaiting().flat();
     await Promise.allSettled(waiting.map((row) => this.#options.handBack(row)));
   }
 
-  /** Resolves when every delivery in work has finished. */
-  async drain(): Promise<void> {
-    while (this.#deliveries.size > 0) await Promise.allSettled([...this.#deliveries]);
-  }
-
   #pump(): void {
-    if (this.#isStopping) return;
-    const { workers } = this.#options;
-    while (this.#waitingRows.length > 0 && this.#inWork < workers) {
-      this.#startDelivery(this.#waitingRows.shift()!);
-    }
-    if (this.#isWaiting) return;
+    if (this.#isStopping || this.#isWaiting) return;
     while (this.#canStartClaim()) this.#startClaim();
   }
 
   #canStartClaim(): boolean {
-    const { workers, isSingleClaim, poolStats } = this.#options;
-    const running = this.#claimsInFlight.size;
-    const idle = workers - this.#inWork - this.#waitingRows.length;
+    const { dispatcher, isSingleClaim, poolStats } = this.#options;
+    const running = this.#claimsRunning;
+    const idle = dispatcher.capacity - dispatcher.inWork - dispatcher.waiting;
     const wanted = this.#isProbing || isSingleClaim ? Math.min(idle, 1) : idle;
     if (running >= wanted) return false;
     const stats = poolStats();
@@ -126,14 +123,14 @@ export class ClaimLoop {
   }
 
   #startClaim(): void {
-    const idle = this.#options.workers - this.#inWork - this.#waitingRows.length;
-    const claim = this.#runClaim(this.#options.rowsPerClaim(idle));
-    const tracked = claim.then(() => undefined);
-    this.#claimsInFlight.add(tracked);
+    this.#claimsRunning += 1;
+    this.counters.maxClaimsRunning = Math.max(this.counters.maxClaimsRunning, this.#claimsRunning);
+    const claim = this.#runClaim();
+    this.#claimsInFlight.add(claim);
     this.#noteConnections();
     void claim.then((result) => {
-      this.#claimsInFlight.delete(tracked);
-      if (result !== 'took rows' && this.#claimsInFlight.size === 0 && !this.#isStopping) {
+      this.#claimsInFlight.delete(claim);
+      if (result !== 'took rows' && this.#claimsRunning === 0 && !this.#isStopping) {
         void this.#waitThenPump(result);
       } else {
         this.#pump();
@@ -141,17 +138,20 @@ export class ClaimLoop {
     });
   }
 
-  async #runClaim(limit: number): Promise<'took rows' | 'empty' | 'failed'> {
+  async #runClaim(): Promise<'took rows' | 'empty' | 'failed'> {
+    const { claim, dispatcher, isBatch, rowsPerClaim } = this.#options;
     let rows: HeldRow[];
     try {
       this.counters.claims += 1;
-      rows = await this.#options.claim(limit);
+      rows = await claim(rowsPerClaim);
     } catch (error) {
+      this.#claimsRunning -= 1;
       this.counters.failedClaims += 1;
       this.#isProbing = true;
       this.#options.onClaimError(error);
       return 'failed';
     }
+    this.#claimsRunning -= 1;
     if (this.#isStopping) {
       await Promise.allSettled(rows.map((row) => this.#options.handBack(row)));
       return 'took rows';
@@ -162,10 +162,9 @@ export class ClaimLoop {
       return 'empty';
     }
     this.#isProbing = false;
-    for (const row of rows) {
-      if (this.#inWork < this.#options.workers) this.#startDelivery(row);
-      else this.#waitingRows.push(row);
-    }
+    const units: DeliveryUnit[] = isBatch ? [rows] : rows.map((row) => [row]);
+    for (const unit of units) dispatcher.offer(unit);
+    this.#noteConnections();
     return 'took rows';
   }
 
@@ -182,17 +181,6 @@ export class ClaimLoop {
       this.#isWaiting = false;
     }
     this.#pump();
-  }
-
-  #startDelivery(row: HeldRow): void {
-    this.#inWork += 1;
-    this.#noteConnections();
-    const delivery = this.#options.deliver(row).finally(() => {
-      this.#inWork -= 1;
-      this.#deliveries.delete(delivery);
-      this.#pump();
-    });
-    this.#deliveries.add(delivery);
   }
 
   #noteConnections(): void {

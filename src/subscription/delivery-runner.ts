@@ -5,10 +5,9 @@ import type { Message } from '../delivery/message.js';
 import { isOutcome, type Outcome } from '../delivery/outcome.js';
 import { DecodeError } from '../errors.js';
 import type { TableSpec } from '../table/table-spec.js';
+import type { DeliveryUnit } from './dispatcher.js';
 import {
   isStandardSchema,
-  type Handler,
-  type HandlerContext,
   type ResolvedSubscribeOptions,
 } from './subscription-options.js';
 
@@ -23,18 +22,25 @@ export interface DeliveryCounters {
   settleErrors: number;
 }
 
+/**
+ * Calls the handler for the decoded messages of one unit on worker `slot` and returns what it
+ * returned: in process, or on a worker thread.
+ */
+export type InvokeHandler = (messages: Message<unknown>[], slot: number) => Promise<unknown>;
+
 export interface DeliveryRunnerOptions {
   readonly spec: TableSpec;
   readonly subscription: string;
-  readonly handler: Handler<unknown>;
+  readonly invoke: InvokeHandler;
+  /** Batch subscriptions hand the handler an array and accept one outcome or one per message. */
+  readonly isBatch: boolean;
   readonly options: ResolvedSubscribeOptions;
   readonly deadLetter: DeadLetterTarget | undefined;
-  readonly context: HandlerContext;
   readonly onError: (error: unknown, detail: { subscription: string; messageId: string; phase: string }) => void;
   readonly onWarning: (message: string) => void;
 }
 
-/** Runs one delivery: decode, handler, outcome, settlement. Never throws. */
+/** Runs one unit: decode, handler, outcomes, settlements. Never throws. */
 export class DeliveryRunner {
   readonly counters: DeliveryCounters = {
     handled: 0,
@@ -50,17 +56,18 @@ export class DeliveryRunner {
   readonly #inFlight = new Set<HeldRow>();
   readonly #abandoned = new WeakSet<HeldRow>();
   #hasWarnedRetryAfter = false;
+  #hasWarnedBatchLength = false;
 
   constructor(options: DeliveryRunnerOptions) {
     this.#options = options;
   }
 
-  async run(row: HeldRow): Promise<void> {
-    this.#inFlight.add(row);
+  async run(unit: DeliveryUnit, slot: number): Promise<void> {
+    for (const row of unit) this.#inFlight.add(row);
     try {
-      await this.#run(row);
+      await this.#run(unit, slot);
     } finally {
-      this.#inFlight.delete(row);
+      for (const row of unit) this.#inFlight.delete(row);
     }
   }
 
@@ -83,28 +90,56 @@ export class DeliveryRunner {
     );
   }
 
-  async #run(row: HeldRow): Promise<void> {
+  async #run(unit: DeliveryUnit, slot: number): Promise<void> {
     const { subscription, onError } = this.#options;
-    let message: Message<unknown>;
-    try {
-      message = await this.#decode(row);
-    } catch (error) {
-      this.counters.decodeFailures += 1;
-      onError(error, { subscription, messageId: row.id, phase: 'decode' });
-      await this.#settle(row, this.#decodeFailureOutcome());
-      return;
+    const decoded: { row: HeldRow; message: Message<unknown> }[] = [];
+    const settlements: Promise<void>[] = [];
+    for (const row of unit) {
+      try {
+        decoded.push({ row, message: await this.#decode(row) });
+      } catch (error) {
+        this.counters.decodeFailures += 1;
+        onError(error, { subscription, messageId: row.id, phase: 'decode' });
+        settlements.push(this.#settle(row, this.#decodeFailureOutcome()));
+      }
     }
-    let outcome: Outcome;
+    if (decoded.length > 0) {
+      const outcomes = await this.#callHandler(
+        decoded.map((item) => item.message),
+        slot,
+      );
+      this.counters.handled += decoded.length;
+      decoded.forEach((item, index) => settlements.push(this.#settle(item.row, outcomes[index]!)));
+    }
+    await Promise.all(settlements);
+  }
+
+  /** One outcome per message; a throw retries them all after the backoff of the first attempt. */
+  async #callHandler(messages: Message<unknown>[], slot: number): Promise<Outcome[]> {
+    const { subscription, onError, isBatch } = this.#options;
+    let returned: unknown;
     try {
-      const returned = await this.#options.handler(message, this.#options.context);
-      outcome = isOutcome(returned) ? returned : { kind: 'ack' };
+      returned = await this.#options.invoke(messages, slot);
     } catch (error) {
       this.counters.handlerErrors += 1;
-      onError(error, { subscription, messageId: row.id, phase: 'handler' });
-      outcome = { kind: 'retryAfter', delayMs: this.#backoffMs(row.attempt) };
+      onError(error, { subscription, messageId: messages.map((message) => message.id).join(','), phase: 'handler' });
+      return messages.map((message) => ({ kind: 'retryAfter', delayMs: this.#backoffMs(message.attempt) }));
     }
-    this.counters.handled += 1;
-    await this.#settle(row, outcome);
+    if (!isBatch || !Array.isArray(returned)) {
+      const outcome: Outcome = isOutcome(returned) ? returned : { kind: 'ack' };
+      return messages.map(() => outcome);
+    }
+    if (returned.length !== messages.length && !this.#hasWarnedBatchLength) {
+      this.#hasWarnedBatchLength = true;
+      this.#options.onWarning(
+        `subscription "${subscription}": a batch handler returned ${returned.length} outcomes for ${messages.length} messages; messages without an outcome are retried`,
+      );
+    }
+    return messages.map((_, index): Outcome => {
+      if (index >= returned.length) return { kind: 'retry' };
+      const outcome: unknown = returned[index];
+      return isOutcome(outcome) ? outcome : { kind: 'ack' };
+    });
   }
 
   async #decode(row: HeldRow): Promise<Message<unknown>> {

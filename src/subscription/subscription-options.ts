@@ -20,6 +20,26 @@ export type Handler<Payload> = (
   context: HandlerContext,
 ) => Outcome | void | undefined | Promise<Outcome | void | undefined>;
 
+/** A batch handler: one outcome for the whole batch, or one per message in order. */
+export type BatchHandler<Payload> = (
+  messages: Message<Payload>[],
+  context: HandlerContext,
+) => Outcome | Outcome[] | void | undefined | Promise<Outcome | Outcome[] | void | undefined>;
+
+/** Handlers on dedicated worker threads (WP-12). */
+export interface ThreadOptions {
+  /** Worker threads; each runs one delivery at a time. */
+  threads: number;
+  /** Pool connections each thread opens for its handlers' queries. Default 1. */
+  connections?: number;
+  /** Route rows to threads by partition key, as keyed lanes do (WP-10). */
+  byKey?: boolean;
+  /** The module that exports the handler: a path or a file: URL. */
+  module: string | URL;
+  /** The export that is the handler. Default 'default'. */
+  export?: string;
+}
+
 /** A payload decoder: a function of the bytes, or a Standard Schema validator over the JSON value. */
 export type Decoder<Payload> =
   | ((raw: Buffer, row: Readonly<Record<string, unknown>>) => Payload | Promise<Payload>)
@@ -31,6 +51,12 @@ export type DecodeFailurePolicy = 'drop' | 'retry' | { readonly retryAfterMs: nu
 export interface SubscribeOptions<Payload = unknown> {
   /** Deliveries in work at once. Default 1. */
   workers?: number;
+  /** Sequential lanes by partition key (WP-10), instead of `workers`. */
+  workersByKey?: number;
+  /** Rows per claim; the handler receives an array. */
+  batch?: number;
+  /** Runs the handler on worker threads instead of the main thread (WP-12). */
+  onThreads?: ThreadOptions;
   /** The poll interval of this subscription; default the broker's. */
   pollIntervalMs?: number;
   /** The lease of this subscription (lease form); default the broker's. */
@@ -48,7 +74,11 @@ export interface SubscribeOptions<Payload = unknown> {
 }
 
 export interface ResolvedSubscribeOptions {
+  /** Workers, lanes or threads: the deliveries in work at once. */
   readonly workers: number;
+  readonly isKeyed: boolean;
+  readonly batch: number | undefined;
+  readonly onThreads: Readonly<Required<Omit<ThreadOptions, 'module'>> & { module: string }> | undefined;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
   readonly decode: Decoder<unknown> | undefined;
@@ -63,6 +93,9 @@ export const DEFAULT_RETRY_BACKOFF_MAX_MS = 3_600_000;
 
 const OPTION_KEYS = new Set([
   'workers',
+  'workersByKey',
+  'batch',
+  'onThreads',
   'pollIntervalMs',
   'leaseMs',
   'decode',
@@ -82,7 +115,21 @@ export function resolveSubscribeOptions(
       throw new DeclarationError(`${where}: unknown subscription option "${key}"; the options are ${[...OPTION_KEYS].join(', ')}`);
     }
   }
-  const workers = positiveInteger(options.workers ?? 1, 'workers', where);
+  if (options.workers !== undefined && options.workersByKey !== undefined) {
+    throw new DeclarationError(`${where}: give workers or workersByKey, not both (workersByKey: n runs n lanes by partition key)`);
+  }
+  if (options.batch !== undefined && options.workersByKey !== undefined) {
+    throw new DeclarationError(`${where}: batch cannot be combined with workersByKey: a batch would mix keys on one lane`);
+  }
+  const onThreads = resolveThreadOptions(options.onThreads, where);
+  if (onThreads !== undefined && (options.workers !== undefined || options.workersByKey !== undefined)) {
+    throw new DeclarationError(`${where}: onThreads sets its own concurrency (threads, byKey); remove workers and workersByKey`);
+  }
+  const isKeyed = options.workersByKey !== undefined || onThreads?.byKey === true;
+  const workers =
+    onThreads?.threads ??
+    positiveInteger(options.workersByKey ?? options.workers ?? 1, options.workersByKey === undefined ? 'workers' : 'workersByKey', where);
+  const batch = options.batch === undefined ? undefined : positiveInteger(options.batch, 'batch', where);
   const pollIntervalMs = positiveNumber(options.pollIntervalMs ?? defaults.pollIntervalMs, 'pollIntervalMs', where);
   const leaseMs = positiveNumber(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where);
   if ((options.maxAttempts === undefined) !== (options.deadLetter === undefined)) {
@@ -105,6 +152,9 @@ export function resolveSubscribeOptions(
   }
   return Object.freeze({
     workers,
+    isKeyed,
+    batch,
+    onThreads,
     pollIntervalMs,
     leaseMs,
     decode: options.decode,
@@ -115,6 +165,30 @@ export function resolveSubscribeOptions(
       initialMs: positiveNumber(options.retryBackoff?.initialMs ?? DEFAULT_RETRY_BACKOFF_INITIAL_MS, 'retryBackoff.initialMs', where),
       maxMs: positiveNumber(options.retryBackoff?.maxMs ?? DEFAULT_RETRY_BACKOFF_MAX_MS, 'retryBackoff.maxMs', where),
     }),
+  });
+}
+
+function resolveThreadOptions(
+  value: ThreadOptions | undefined,
+  where: string,
+): ResolvedSubscribeOptions['onThreads'] {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object') {
+    throw new DeclarationError(`${where}: onThreads must be an object such as { threads: 4, module: new URL('./handler.js', import.meta.url) }`);
+  }
+  if (value.module === undefined || value.module === null || String(value.module).length === 0) {
+    throw new DeclarationError(`${where}: onThreads needs the module that exports the handler (onThreads.module)`);
+  }
+  const exportName = value.export ?? 'default';
+  if (typeof exportName !== 'string' || exportName.length === 0) {
+    throw new DeclarationError(`${where}: onThreads.export must name an export of the module`);
+  }
+  return Object.freeze({
+    threads: positiveInteger(value.threads, 'onThreads.threads', where),
+    connections: positiveInteger(value.connections ?? 1, 'onThreads.connections', where),
+    byKey: value.byKey === true,
+    module: String(value.module),
+    export: exportName,
   });
 }
 

@@ -6,12 +6,15 @@ import { RowLockForm } from '../claim/row-lock-form.js';
 import type { Queue } from '../definition/define-table.js';
 import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
-import { SchemaError, StatementError, UnsupportedError } from '../errors.js';
+import { DeclarationError, SchemaError, StatementError, UnsupportedError } from '../errors.js';
 import { bindStatement, type Statement } from '../statement.js';
 import { parseDeadLetterTable, roleColumns, type TableSpec } from '../table/table-spec.js';
 import { ClaimLoop } from './claim-loop.js';
-import { DeliveryRunner } from './delivery-runner.js';
-import type { Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
+import { DeliveryRunner, type InvokeHandler } from './delivery-runner.js';
+import type { DeliveryUnit, Dispatcher, RunUnit } from './dispatcher.js';
+import { KeyLanes } from './key-lanes.js';
+import type { BatchHandler, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
+import { WorkerSlots } from './worker-slots.js';
 
 /**
  * After the stop timeout aborts the handlers' signal, they get this long to return before their
@@ -29,6 +32,7 @@ export interface SubscriptionStats {
   readonly claimsRunning: number;
   readonly connectionsHeld: number;
   readonly maxConnectionsHeld: number;
+  readonly maxClaimsRunning: number;
   readonly claims: number;
   readonly emptyClaims: number;
   readonly failedClaims: number;
@@ -51,21 +55,42 @@ export interface SubscriptionRuntime {
   readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
   readonly onWarning: (message: string) => void;
   readonly createContext: (signal: AbortSignal) => Omit<HandlerContext, 'signal'>;
+  /** Starts the worker threads of an `onThreads` subscription (WP-12). */
+  readonly openThreads: (request: ThreadRequest) => Promise<ThreadInvoker>;
+}
+
+export interface ThreadRequest {
+  readonly subscription: string;
+  readonly options: NonNullable<ResolvedSubscribeOptions['onThreads']>;
+  readonly isBatch: boolean;
+  readonly signal: AbortSignal;
+}
+
+/** The threads of one subscription: `invoke` runs the handler on thread `slot`. */
+export interface ThreadInvoker {
+  readonly invoke: InvokeHandler;
+  close(): Promise<void>;
 }
 
 /** One queue being read: opened (statements checked) at start, then a claim loop and its deliveries. */
 export class Subscription {
   readonly queue: Queue<unknown>;
-  readonly #handler: Handler<unknown>;
+  readonly #handler: Handler<unknown> | BatchHandler<unknown> | undefined;
   readonly #options: ResolvedSubscribeOptions;
   readonly #abort = new AbortController();
   #form: ClaimForm | undefined;
   #loop: ClaimLoop | undefined;
   #runner: DeliveryRunner | undefined;
+  #dispatcher: Dispatcher | undefined;
+  #threads: ThreadInvoker | undefined;
   #leaseRenewals = 0;
   #leasesLost = 0;
 
-  constructor(queue: Queue<unknown>, handler: Handler<unknown>, options: ResolvedSubscribeOptions) {
+  constructor(
+    queue: Queue<unknown>,
+    handler: Handler<unknown> | BatchHandler<unknown> | undefined,
+    options: ResolvedSubscribeOptions,
+  ) {
     this.queue = queue;
     this.#handler = handler;
     this.#options = options;
@@ -73,6 +98,12 @@ export class Subscription {
 
   get name(): string {
     return this.queue.label;
+  }
+
+  /** The connections this subscription's threads open (WP-13); none without onThreads. */
+  threadBudget(): { name: string; threads: number; connections: number }[] {
+    const threads = this.#options.onThreads;
+    return threads === undefined ? [] : [{ name: this.name, threads: threads.threads, connections: threads.connections }];
   }
 
   /**
@@ -89,6 +120,11 @@ export class Subscription {
         feature: 'advisory lock form',
         message: `table "${spec.qualifiedName}": the advisory lock form is not available yet; use lockedUntil (lease form) or the row lock form`,
       });
+    }
+    if (this.#options.isKeyed && spec.partitionKey === undefined) {
+      throw new DeclarationError(
+        `subscription "${this.name}": keyed lanes need a partitionKey column; declare partitionKey in defineTable`,
+      );
     }
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
@@ -115,28 +151,38 @@ export class Subscription {
       spec.group?.fifo === true ||
       spec.partitionKey !== undefined ||
       (spec.form === 'lease' && dialect.capabilities.leaseClaimLocksRows);
-    const claimsForEveryWorker = spec.form === 'lease' && dialect.capabilities.hasSingleWriter;
-    const workers = this.#options.workers;
+    const { workers, batch, isKeyed } = this.#options;
+    // WP-8: on SQLite one lease claim takes a row for every worker, so claims do not meet the
+    // workers' settlements at the write lock on every delivery.
+    const rowsPerClaim = batch ?? (spec.form === 'lease' && dialect.capabilities.hasSingleWriter ? workers : 1);
+    const invoke = await this.#openInvoker(runtime);
     this.#runner = new DeliveryRunner({
       spec,
       subscription: this.name,
-      handler: this.#handler,
+      invoke,
+      isBatch: batch !== undefined,
       options: this.#options,
       deadLetter,
-      context: { ...runtime.createContext(this.#abort.signal), signal: this.#abort.signal },
       onError: (error, detail) => runtime.onError(error, detail),
       onWarning: runtime.onWarning,
     });
     const runner = this.#runner;
+    const run: RunUnit = (unit, slot) => runner.run(unit, slot);
+    const onIdle = () => this.#loop?.onWorkerIdle();
+    const partitionKey = spec.partitionKey;
+    this.#dispatcher =
+      isKeyed && partitionKey !== undefined
+        ? new KeyLanes({ lanes: workers, run, onIdle, keyOf: (unit: DeliveryUnit) => keyOf(unit, partitionKey) })
+        : new WorkerSlots({ workers, run, onIdle });
     this.#loop = new ClaimLoop({
-      workers,
+      dispatcher: this.#dispatcher,
       holdsConnection: form.holdsConnection,
       isSingleClaim,
-      rowsPerClaim: () => (claimsForEveryWorker ? workers : 1),
+      rowsPerClaim,
+      isBatch: batch !== undefined,
       pollIntervalMs: this.#options.pollIntervalMs,
       poolStats: () => driver.stats(),
       claim: (limit) => form.claim(limit, new Date()),
-      deliver: (row) => runner.run(row),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
       handBack: (row) => this.#handBack(runtime, row),
     });
@@ -156,15 +202,17 @@ export class Subscription {
    */
   async stop(timeoutMs: number): Promise<void> {
     const loop = this.#loop;
-    if (loop) {
+    const dispatcher = this.#dispatcher;
+    if (loop && dispatcher) {
       await loop.stop();
-      const drained = loop.drain();
+      const drained = dispatcher.drain();
       if (!(await settlesWithin(drained, timeoutMs))) {
         this.#abort.abort();
         if (!(await settlesWithin(drained, STOP_ABANDON_GRACE_MS))) await this.#runner?.abandonAll();
       }
     }
     this.#form?.close();
+    await this.#threads?.close();
   }
 
   stats(): SubscriptionStats {
@@ -174,11 +222,12 @@ export class Subscription {
       queue: this.name,
       form: this.queue.table.spec.form,
       workers: this.#options.workers,
-      inWork: loop?.inWork ?? 0,
-      waitingRows: loop?.waitingRows ?? 0,
+      inWork: this.#dispatcher?.inWork ?? 0,
+      waitingRows: this.#dispatcher?.waiting ?? 0,
       claimsRunning: loop?.claimsRunning ?? 0,
       connectionsHeld: loop?.connectionsHeld ?? 0,
       maxConnectionsHeld: loop?.counters.maxConnectionsHeld ?? 0,
+      maxClaimsRunning: loop?.counters.maxClaimsRunning ?? 0,
       claims: loop?.counters.claims ?? 0,
       emptyClaims: loop?.counters.emptyClaims ?? 0,
       failedClaims: loop?.counters.failedClaims ?? 0,
@@ -194,6 +243,20 @@ export class Subscription {
       leasesLost: this.#leasesLost,
       deadlocksRetried: 0,
     };
+  }
+
+  async #openInvoker(runtime: SubscriptionRuntime): Promise<InvokeHandler> {
+    const isBatch = this.#options.batch !== undefined;
+    const threads = this.#options.onThreads;
+    if (threads !== undefined) {
+      this.#threads = await runtime.openThreads({ subscription: this.name, options: threads, isBatch, signal: this.#abort.signal });
+      return this.#threads.invoke;
+    }
+    const handler = this.#handler!;
+    const context: HandlerContext = { ...runtime.createContext(this.#abort.signal), signal: this.#abort.signal };
+    return isBatch
+      ? async (messages) => (handler as BatchHandler<unknown>)(messages, context)
+      : async (messages) => (handler as Handler<unknown>)(messages[0]!, context);
   }
 
   async #readColumns(runtime: SubscriptionRuntime): Promise<TableColumns> {
@@ -273,4 +336,9 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   } finally {
     clearTimeout(timer);
   }
+}
+
+function keyOf(unit: DeliveryUnit, column: string): string | null {
+  const value = unit[0]?.row[column];
+  return value === null || value === undefined ? null : String(value);
 }
