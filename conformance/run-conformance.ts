@@ -7,6 +7,7 @@ import { leaseSuite } from './suites/lease.suite.js';
 import { partitioningSuite } from './suites/partitioning.suite.js';
 import { processSuite } from './suites/process.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
+import { rowModeSuite } from './suites/row-mode.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
@@ -42,6 +43,7 @@ export function runConformance(stand: Stand): Promise<void> {
       processSuite(context);
       serviceSuite(context);
       partitioningSuite(context);
+      rowModeSuite(context);
     });
   });
 }

@@ -4,7 +4,8 @@ import type { Dialect } from '../dialect/dialect.js';
 import type { Connection, Driver, QueryResult } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
 import { bindPositional, type Statement } from '../statement.js';
-import type { TableSpec } from '../table/table-spec.js';
+import { validateIdentifier } from '../table/identifier.js';
+import { roleColumns, type TableSpec } from '../table/table-spec.js';
 import type { PublishItem, PublishOptions } from './publish-options.js';
 
 /** Rows per multi-row insert: well under every database's limit on bound parameters (SQLite 32,766). */
@@ -31,10 +32,9 @@ export class Publisher {
 
   async publish<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions = {}): Promise<string> {
     const spec = queue.table.spec;
-    const columns = insertColumns(spec);
-    const values = rowValues(queue, payload, options, columns, new Date());
-    const statement = this.#insert(spec, columns, 1);
-    const result = await this.#run(bindPositional(statement, values), options.tx);
+    const row = rowValues(queue, payload, options, new Date());
+    const statement = this.#insert(spec, row.columns, 1);
+    const result = await this.#run(bindPositional(statement, row.values), options.tx);
     this.#options.wake(spec, queue.group);
     return insertedIds(spec, result, options.id === undefined ? [] : [options.id], 1)[0]!;
   }
@@ -48,19 +48,17 @@ export class Publisher {
     if (!Array.isArray(items)) throw new DeclarationError('publishMany takes an array of { payload, …options }');
     if (items.length === 0) return 0;
     const spec = queue.table.spec;
-    const columns = insertColumns(spec);
     const now = new Date();
     const rows = items.map((item, index) => {
       if (item === null || typeof item !== 'object' || !('payload' in item)) {
         throw new DeclarationError(`publishMany: item ${index} must be an object with a payload`);
       }
       const { payload, ...itemOptions } = item;
-      return rowValues(queue, payload, itemOptions, columns, now);
+      return rowValues(queue, payload, itemOptions, now);
     });
-    const chunkSize = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMS_PER_INSERT / Math.max(columns.length, 1))));
-    for (let start = 0; start < rows.length; start += chunkSize) {
-      const chunk = rows.slice(start, start + chunkSize);
-      await this.#run(bindPositional(this.#insert(spec, columns, chunk.length), chunk.flat()), options.tx);
+    for (const chunk of chunksOfSameColumns(rows)) {
+      const statement = this.#insert(spec, chunk[0]!.columns, chunk.length);
+      await this.#run(bindPositional(statement, chunk.flatMap((row) => row.values)), options.tx);
     }
     this.#options.wake(spec, queue.group);
     return rows.length;
@@ -82,7 +80,26 @@ export class Publisher {
   }
 }
 
-/** The columns a publish writes, in a fixed order. */
+interface RowToInsert {
+  readonly columns: readonly string[];
+  readonly values: unknown[];
+  /** The column list as one string, to group rows that one statement can insert. */
+  readonly shape: string;
+}
+
+/** Consecutive rows with the same columns, in chunks under the databases' parameter limits. */
+function chunksOfSameColumns(rows: readonly RowToInsert[]): RowToInsert[][] {
+  const chunks: RowToInsert[][] = [];
+  for (const row of rows) {
+    const last = chunks.at(-1);
+    const limit = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMS_PER_INSERT / Math.max(row.columns.length, 1))));
+    if (last !== undefined && last[0]!.shape === row.shape && last.length < limit) last.push(row);
+    else chunks.push([row]);
+  }
+  return chunks;
+}
+
+/** The role columns a publish writes, in a fixed order. */
 function insertColumns(spec: TableSpec): string[] {
   const columns: string[] = [];
   if (!spec.id.generated) columns.push(spec.id.column);
@@ -95,13 +112,7 @@ function insertColumns(spec: TableSpec): string[] {
   return columns;
 }
 
-function rowValues<Payload>(
-  queue: Queue<Payload>,
-  payload: Payload,
-  options: PublishOptions,
-  columns: readonly string[],
-  now: Date,
-): unknown[] {
+function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions, now: Date): RowToInsert {
   const spec = queue.table.spec;
   const where = `publish to "${queue.label}"`;
   if (options === null || typeof options !== 'object') throw new DeclarationError(`${where}: options must be an object`);
@@ -139,8 +150,34 @@ function rowValues<Payload>(
   setRole(spec.headers, 'headers', options.headers, () =>
     options.headers === undefined ? null : encodeHeaders(options.headers, where),
   );
+  const columns = insertColumns(spec);
   if (spec.payload) byColumn.set(spec.payload, encodePayload(payload, where));
-  return columns.map((column) => byColumn.get(column));
+  else columns.push(...rowModeColumns(spec, payload, byColumn, where));
+  return { columns, values: columns.map((column) => byColumn.get(column)), shape: columns.join(',') };
+}
+
+/**
+ * Row mode (a table without a payload column): the payload is an object whose keys are the
+ * table's own data columns. Keys are validated as identifiers and may not name a role column.
+ */
+function rowModeColumns(spec: TableSpec, payload: unknown, byColumn: Map<string, unknown>, where: string): string[] {
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || payload instanceof Uint8Array) {
+    throw new DeclarationError(
+      `${where}: table "${spec.qualifiedName}" has no payload column (row mode), so the payload must be an object of its data columns`,
+    );
+  }
+  const roles = new Set(roleColumns(spec));
+  const columns: string[] = [];
+  for (const [column, value] of Object.entries(payload)) {
+    validateIdentifier(column, `data column of ${where}`);
+    if (roles.has(column)) {
+      throw new DeclarationError(`${where}: "${column}" is a role column of "${spec.qualifiedName}"; set it through publish options`);
+    }
+    if (value === undefined) continue;
+    byColumn.set(column, value);
+    columns.push(column);
+  }
+  return columns;
 }
 
 function dueOption(options: PublishOptions, where: string): unknown {
