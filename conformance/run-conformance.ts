@@ -3,6 +3,7 @@ import type { Broker } from '../src/index.js';
 import { stopAll } from './fixtures.js';
 import { requireLive } from './require-live.js';
 import type { Stand, TestDatabase } from './stand.js';
+import { hostileInputSuite } from './suites/hostile-input.suite.js';
 import { leaseSuite } from './suites/lease.suite.js';
 import { partitioningSuite } from './suites/partitioning.suite.js';
 import { processSuite } from './suites/process.suite.js';
@@ -44,6 +45,7 @@ export function runConformance(stand: Stand): Promise<void> {
       serviceSuite(context);
       partitioningSuite(context);
       rowModeSuite(context);
+      hostileInputSuite(context);
     });
   });
 }

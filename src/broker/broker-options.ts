@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
 
 export interface Logger {
@@ -23,6 +24,8 @@ export interface BrokerOptions {
   stopTimeoutMs?: number;
   /** Where warnings and errors without an `error` listener go. Default: the console. */
   logger?: Logger;
+  /** Encoded payloads larger than this are refused before anything is written. Default 8 MiB. */
+  maxPayloadBytes?: number;
 }
 
 export interface ResolvedBrokerOptions {
@@ -33,13 +36,23 @@ export interface ResolvedBrokerOptions {
   readonly connectionLimit: number | undefined;
   readonly stopTimeoutMs: number;
   readonly logger: Logger;
+  readonly maxPayloadBytes: number;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
 
-const OPTION_KEYS = new Set(['database', 'pool', 'pollIntervalMs', 'leaseMs', 'connectionLimit', 'stopTimeoutMs', 'logger']);
+const OPTION_KEYS = new Set([
+  'database',
+  'pool',
+  'pollIntervalMs',
+  'leaseMs',
+  'connectionLimit',
+  'stopTimeoutMs',
+  'logger',
+  'maxPayloadBytes',
+]);
 
 const consoleLogger: Logger = {
   warn: (message, detail) => console.warn(`tablequeue: ${message}`, detail ?? ''),
@@ -76,7 +89,15 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     connectionLimit,
     stopTimeoutMs: positive(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs'),
     logger: options.logger ?? consoleLogger,
+    maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
   });
+}
+
+function positiveWhole(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new DeclarationError(`new Broker: ${name} must be a whole number of at least 1, got ${String(value)}`);
+  }
+  return value;
 }
 
 function positive(value: unknown, name: string): number {

@@ -131,7 +131,12 @@ export class Broker extends EventEmitter<BrokerEvents> {
         subscriptions: [...this.#subscriptions.values()].flatMap((subscription) => subscription.threadBudget()),
       });
       const dialect = await openDialect(driver);
-      this.#publisher = new Publisher({ driver, dialect, wake: (spec, group) => this.#wake(spec, group) });
+      this.#publisher = new Publisher({
+        driver,
+        dialect,
+        wake: (spec, group) => this.#wake(spec, group),
+        maxPayloadBytes: this.#options.maxPayloadBytes,
+      });
       for (const subscription of this.#subscriptions.values()) {
         await subscription.open({
           driver,

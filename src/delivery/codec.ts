@@ -37,18 +37,50 @@ export function decodeHeaders(value: unknown): Record<string, string> {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new DecodeError('headers column does not hold a JSON object');
   }
-  const headers: Record<string, string> = {};
-  for (const [key, item] of Object.entries(parsed)) {
-    headers[key] = typeof item === 'string' ? item : JSON.stringify(item);
-  }
-  return headers;
+  // fromEntries defines own properties, so a header named "__proto__" stays a header.
+  return Object.fromEntries(
+    Object.entries(parsed).map(([key, item]) => [key, typeof item === 'string' ? item : JSON.stringify(item)]),
+  );
 }
 
 export function encodeHeaders(headers: Readonly<Record<string, string>>, where: string): string {
+  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) {
+    throw new EncodeError(`${where}: headers must be an object of strings; nothing was written`);
+  }
   for (const [key, value] of Object.entries(headers)) {
     if (typeof value !== 'string') {
-      throw new EncodeError(`${where}: header "${key}" must be a string, got ${typeof value}; nothing was written`);
+      throw new EncodeError(`${where}: header ${JSON.stringify(key)} must be a string, got ${typeof value}; nothing was written`);
     }
+    requireStorableText(key, `header name ${JSON.stringify(key)}`, where);
+    requireStorableText(value, `header ${JSON.stringify(key)}`, where);
   }
   return JSON.stringify(headers);
+}
+
+/** A NUL or an unpaired UTF-16 surrogate: text no database column stores as given. */
+const UNSTORABLE_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Text that goes into a text or JSON column must come back as it went in. PostgreSQL refuses NUL
+ * in text and JSONB, and UTF-8 cannot carry an unpaired surrogate (it would come back as U+FFFD),
+ * so both are refused before anything is written instead of failing or changing on the way.
+ */
+export function requireStorableText(text: string, what: string, where: string): void {
+  if (UNSTORABLE_TEXT.test(text)) {
+    throw new EncodeError(
+      `${where}: ${what} contains a NUL character or an unpaired surrogate, which a database text column cannot store unchanged; nothing was written`,
+    );
+  }
+}
+
+/** Bytes the default payload limit allows: under MySQL's and MariaDB's default 16 MiB packet. */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
+
+export function requirePayloadSize(payload: Buffer, maxBytes: number, where: string): Buffer {
+  if (payload.byteLength > maxBytes) {
+    throw new EncodeError(
+      `${where}: the payload is ${payload.byteLength} bytes, over the limit of ${maxBytes} (broker option maxPayloadBytes); nothing was written`,
+    );
+  }
+  return payload;
 }

@@ -1,5 +1,5 @@
 import type { Queue } from '../definition/define-table.js';
-import { encodeHeaders, encodePayload } from '../delivery/codec.js';
+import { encodeHeaders, encodePayload, requirePayloadSize, requireStorableText } from '../delivery/codec.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { Connection, Driver, QueryResult } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
@@ -19,6 +19,8 @@ export interface PublisherOptions {
   readonly dialect: Dialect;
   /** Called after a write so this broker's subscriptions of that table and group claim at once. */
   readonly wake: (spec: TableSpec, group: string | undefined) => void;
+  /** Payloads larger than this are refused before anything is written. */
+  readonly maxPayloadBytes: number;
 }
 
 /** Writes rows into queue tables. Encodes and validates everything before it writes anything. */
@@ -32,7 +34,7 @@ export class Publisher {
 
   async publish<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions = {}): Promise<string> {
     const spec = queue.table.spec;
-    const row = rowValues(queue, payload, options, new Date());
+    const row = rowValues(queue, payload, options, new Date(), this.#options.maxPayloadBytes);
     const statement = this.#insert(spec, row.columns, 1);
     const result = await this.#run(bindPositional(statement, row.values), options.tx);
     this.#options.wake(spec, queue.group);
@@ -54,7 +56,7 @@ export class Publisher {
         throw new DeclarationError(`publishMany: item ${index} must be an object with a payload`);
       }
       const { payload, ...itemOptions } = item;
-      return rowValues(queue, payload, itemOptions, now);
+      return rowValues(queue, payload, itemOptions, now, this.#options.maxPayloadBytes);
     });
     for (const chunk of chunksOfSameColumns(rows)) {
       const statement = this.#insert(spec, chunk[0]!.columns, chunk.length);
@@ -112,7 +114,13 @@ function insertColumns(spec: TableSpec): string[] {
   return columns;
 }
 
-function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions, now: Date): RowToInsert {
+function rowValues<Payload>(
+  queue: Queue<Payload>,
+  payload: Payload,
+  options: PublishOptions,
+  now: Date,
+  maxPayloadBytes: number,
+): RowToInsert {
   const spec = queue.table.spec;
   const where = `publish to "${queue.label}"`;
   if (options === null || typeof options !== 'object') throw new DeclarationError(`${where}: options must be an object`);
@@ -136,6 +144,7 @@ function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: Pu
   if (options.partitionKey !== undefined && options.partitionKey !== null && typeof options.partitionKey !== 'string') {
     throw new DeclarationError(`${where}: partitionKey must be a string or null`);
   }
+  if (typeof options.partitionKey === 'string') requireStorableText(options.partitionKey, 'partitionKey', where);
   /** A role option given for a table without that column is a mistake worth stopping. */
   const setRole = (column: string | undefined, role: string, given: unknown, value: () => unknown) => {
     if (column !== undefined) byColumn.set(column, value());
@@ -151,7 +160,7 @@ function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: Pu
     options.headers === undefined ? null : encodeHeaders(options.headers, where),
   );
   const columns = insertColumns(spec);
-  if (spec.payload) byColumn.set(spec.payload, encodePayload(payload, where));
+  if (spec.payload) byColumn.set(spec.payload, requirePayloadSize(encodePayload(payload, where), maxPayloadBytes, where));
   else columns.push(...rowModeColumns(spec, payload, byColumn, where));
   return { columns, values: columns.map((column) => byColumn.get(column)), shape: columns.join(',') };
 }
