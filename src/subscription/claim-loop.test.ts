@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import type { HeldRow } from '../claim/claim-form.js';
+import { createDeferred, type Deferred } from '../internal/deferred.js';
+import { ClaimLoop } from './claim-loop.js';
+import { WorkerSlots } from './worker-slots.js';
+
+function heldRow(id: string): HeldRow {
+  return { id, idValue: id, attempt: 1, row: {}, settle: () => Promise.resolve(), handBack: () => Promise.resolve() };
+}
+
+/** A claim function the test answers by hand, one claim at a time. */
+class ScriptedClaims {
+  readonly pending: Deferred<HeldRow[]>[] = [];
+  readonly #arrived: (() => void)[] = [];
+
+  readonly claim = (): Promise<HeldRow[]> => {
+    const answer = createDeferred<HeldRow[]>();
+    this.pending.push(answer);
+    this.#arrived.shift()?.();
+    return answer.promise;
+  };
+
+  /** Resolves when claim number `count` (1-based) has started. */
+  started(count: number): Promise<void> {
+    if (this.pending.length >= count) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => (this.pending.length >= count ? resolve() : this.#arrived.push(check));
+      this.#arrived.push(check);
+    });
+  }
+}
+
+/** Deliveries never finish, so the workers the test gives rows to stay busy. */
+function createLoop(claims: ScriptedClaims, workers = 1): ClaimLoop {
+  const dispatcher = new WorkerSlots({ workers, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
+  const loop: ClaimLoop = new ClaimLoop({
+    dispatcher,
+    holdsConnection: false,
+    isSingleClaim: false,
+    rowsPerClaim: 1,
+    isBatch: false,
+    pollIntervalMs: 60_000,
+    poolStats: () => ({ size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0 }),
+    claim: claims.claim,
+    onClaimError: () => undefined,
+    handBack: () => Promise.resolve(),
+  });
+  return loop;
+}
+
+describe('ClaimLoop', () => {
+  it('keeps a wake that arrives while a claim runs: the next claim starts at once, not after 60 s', async () => {
+    const claims = new ScriptedClaims();
+    const loop = createLoop(claims);
+    loop.start();
+    await claims.started(1);
+    loop.wake();
+    claims.pending[0]!.resolve([]);
+    await claims.started(2);
+    expect(loop.counters.emptyClaims).toBe(1);
+    claims.pending[1]!.resolve([]);
+    await loop.stop();
+  });
+
+  it('WP-6: after an empty claim only one claim runs until one takes rows again', async () => {
+    const claims = new ScriptedClaims();
+    const loop = createLoop(claims, 4);
+    loop.start();
+    await claims.started(1);
+    expect(loop.claimsRunning).toBe(1);
+    claims.pending[0]!.resolve([heldRow('a')]);
+    // Rows again: the loop claims for the three idle workers in parallel.
+    await claims.started(4);
+    expect(loop.claimsRunning).toBe(3);
+    for (const answer of claims.pending.slice(1)) answer.resolve([]);
+    await loop.stop();
+  });
+});
