@@ -1,0 +1,205 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Stand, TestDatabase } from '../conformance/stand.js';
+import type { Driver } from '../src/driver/driver.js';
+import { Broker, defineTable, type TableDeclaration } from '../src/index.js';
+
+const WORKER = fileURLToPath(new URL('./chaos-worker.ts', import.meta.url));
+
+export type ChaosForm = 'rowLock' | 'lease';
+export type Disruption = 'kill replicas' | 'kill connections' | 'restart database';
+
+export interface ChaosCase {
+  readonly stand: Stand;
+  readonly form: ChaosForm;
+  readonly disruption: Disruption;
+  readonly messages: number;
+}
+
+export interface ChaosResult {
+  readonly database: string;
+  readonly form: ChaosForm;
+  readonly disruption: Disruption;
+  readonly messages: number;
+  readonly disruptions: number;
+  readonly lost: number;
+  readonly handledTwice: number;
+  readonly seconds: number;
+}
+
+const REPLICAS = 3;
+const WORKERS_PER_REPLICA = 4;
+const LEASE_MS = 2_000;
+const DISRUPTION_EVERY_MS = 2_000;
+/** A run that has not drained by then has lost rows or stalled: it stops and reports. */
+const RUN_LIMIT_MS = 10 * 60_000;
+
+function declaration(form: ChaosForm): TableDeclaration {
+  return {
+    table: 'chaos_jobs',
+    id: 'id',
+    group: 'queue',
+    retryAfter: 'retry_after',
+    attempt: 'attempt',
+    payload: 'payload',
+    ...(form === 'lease' ? { lockedUntil: 'locked_until' } : {}),
+  };
+}
+
+/**
+ * Publishes the messages, starts three replicas in their own processes and disrupts them every
+ * two seconds until the queue is empty; then reads the effects table: every message must be
+ * there (nothing lost), and each once unless a crash rule allows a second delivery.
+ */
+export async function runChaosCase(chaos: ChaosCase): Promise<ChaosResult> {
+  const db = await chaos.stand.createDatabase();
+  const table = defineTable(declaration(chaos.form));
+  try {
+    for (const sql of table.createTableSql(chaos.stand.ddlDialect)) await db.exec(sql);
+    await db.exec('CREATE TABLE effects (message_id VARCHAR(64) NOT NULL, pid INTEGER NOT NULL)');
+    await publishAll(db, table.queue('chaos'), chaos.messages);
+    const placeholders = chaos.stand.kind === 'postgres' ? '$1, $2' : '?, ?';
+    const config = {
+      database: db.url!,
+      table: declaration(chaos.form),
+      queue: 'chaos',
+      workers: WORKERS_PER_REPLICA,
+      leaseMs: LEASE_MS,
+      recordSql: `INSERT INTO effects (message_id, pid) VALUES (${placeholders})`,
+    };
+    // The harness reads through a pool of its own, which reconnects after kills and restarts.
+    const probe = await db.openDriver({ poolSize: 2 });
+    const startedAt = Date.now();
+    const replicas = await Promise.all(Array.from({ length: REPLICAS }, () => startReplica(config)));
+    let disruptions = 0;
+    while ((await remaining(probe)) > 0) {
+      if (Date.now() - startedAt > RUN_LIMIT_MS) break;
+      await new Promise((resolve) => setTimeout(resolve, DISRUPTION_EVERY_MS));
+      if ((await remaining(probe)) === 0) break;
+      await disrupt(chaos, db, replicas, config);
+      disruptions += 1;
+    }
+    const seconds = (Date.now() - startedAt) / 1000;
+    await Promise.all(replicas.map((replica) => stopReplica(replica.child)));
+    const counts = await read(probe, 'SELECT COUNT(*) AS total, COUNT(DISTINCT message_id) AS distinct_ids FROM effects');
+    const distinct = Number(counts['distinct_ids']);
+    return {
+      database: chaos.stand.name,
+      form: chaos.form,
+      disruption: chaos.disruption,
+      messages: chaos.messages,
+      disruptions,
+      lost: chaos.messages - distinct,
+      handledTwice: Number(counts['total']) - distinct,
+      seconds,
+    };
+  } finally {
+    await db.drop().catch((error: unknown) => console.error(`could not drop the run's database: ${String(error)}`));
+  }
+}
+
+/** One row of a query through the probe pool, retried while the server is away (kills, restarts). */
+async function read(probe: Driver, sql: string): Promise<Record<string, unknown>> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return (await probe.execute({ name: 'chaos.read', sql, values: [] })).rows[0]!;
+    } catch (error) {
+      if (attempt >= 120) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+async function publishAll(db: TestDatabase, queue: ReturnType<ReturnType<typeof defineTable>['queue']>, count: number) {
+  const publisher = new Broker({ database: db.url! });
+  await publisher.start();
+  const chunk = 5_000;
+  for (let start = 0; start < count; start += chunk) {
+    const size = Math.min(chunk, count - start);
+    await publisher.publishMany(queue, Array.from({ length: size }, (_, index) => ({ payload: start + index })));
+  }
+  await publisher.stop();
+}
+
+async function remaining(probe: Driver): Promise<number> {
+  return Number((await read(probe, 'SELECT COUNT(*) AS n FROM chaos_jobs'))['n']);
+}
+
+interface Replica {
+  child: ChildProcess;
+}
+
+function startReplica(config: Record<string, unknown>): Promise<Replica> {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('ready')) resolve({ child });
+    });
+    child.once('exit', (code) => reject(new Error(`a replica exited with ${code} before it was ready`)));
+  });
+}
+
+async function stopReplica(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function disrupt(chaos: ChaosCase, db: TestDatabase, replicas: Replica[], config: Record<string, unknown>) {
+  switch (chaos.disruption) {
+    case 'kill replicas': {
+      const index = Math.floor(Math.random() * replicas.length);
+      const victim = replicas[index]!.child;
+      const exited = new Promise<void>((resolve) => victim.once('exit', () => resolve()));
+      victim.kill('SIGKILL');
+      await exited;
+      replicas[index] = await startReplica(config);
+      return;
+    }
+    case 'kill connections':
+      await killConnections(chaos.stand, db);
+      return;
+    case 'restart database':
+      restartServer(chaos.stand);
+      return;
+  }
+}
+
+/** Ends every session on the run's database but the harness's own, from the server side. */
+async function killConnections(stand: Stand, db: TestDatabase): Promise<void> {
+  if (stand.kind === 'postgres') {
+    await db.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    return;
+  }
+  const sessions = await db.query<{ id: unknown }>(
+    'SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()',
+  );
+  for (const session of sessions) await db.exec(`KILL ${Number(session.id)}`).catch(() => undefined);
+}
+
+/** Restarts the local server the way an operator would; the harness's own admin session reconnects. */
+function restartServer(stand: Stand): void {
+  if (stand.kind === 'postgres') {
+    const version = execFileSync('ls', ['/etc/postgresql']).toString().trim().split('\n')[0]!;
+    execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart']);
+    return;
+  }
+  execFileSync('mariadb-admin', ['-h', '127.0.0.1', '-u', 'root', 'shutdown']);
+  execFileSync('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']);
+  for (let attempt = 0; attempt < 60; attempt += 1) {
+    try {
+      execFileSync('mariadb-admin', ['-h', '127.0.0.1', '-u', 'root', 'ping'], { stdio: 'ignore' });
+      return;
+    } catch {
+      execFileSync('sleep', ['1']);
+    }
+  }
+  throw new Error('MariaDB did not come back within 60 s');
+}
