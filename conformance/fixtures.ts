@@ -101,6 +101,15 @@ export async function waitForDatabase(check: () => Promise<boolean>, timeoutMs =
   }
 }
 
+/** Checks in-process state (a subscription's counters) until `check` holds. */
+export async function waitUntil(check: () => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 export async function countRows(db: TestDatabase, table: string, where = '1 = 1'): Promise<number> {
   const rows = await db.query<{ n: unknown }>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`);
   return Number(rows[0]?.n ?? 0);

@@ -16,6 +16,7 @@ export interface Statement {
  * - `lockedUntil`: the new lease expiry written by a claim or renewal; `held`: the lease token
  *   the caller holds (the expiry it wrote).
  * - `retryAfterAt`: when a delayed row becomes due. `destination`: a dead-letter group.
+ * - `channel`: a Postgres notification channel (see `NotifyStatements`).
  */
 export type ParamName =
   | 'id'
@@ -27,6 +28,7 @@ export type ParamName =
   | 'held'
   | 'retryAfterAt'
   | 'destination'
+  | 'channel'
   | `column:${string}`;
 
 /** A statement with its values, ready for a driver. */

@@ -4,7 +4,8 @@
  * gracefully on SIGTERM.
  *
  * Modes: `record` inserts each message id into the effects table and acks; `hang` never
- * returns from the handler (the parent kills the process).
+ * returns from the handler (the parent kills the process); `sequence` inserts a `start` and then
+ * an `end` row of (group, payload, phase) around each handler, for ordering and overlap checks.
  */
 import { Broker, defineTable, type TableDeclaration } from '../../src/index.js';
 
@@ -12,9 +13,14 @@ interface WorkerConfig {
   database: string;
   table: TableDeclaration;
   queue: string;
+  /** Every queue to read, each with `workers`; defaults to `[queue]`. */
+  queues?: string[];
   workers: number;
-  mode: 'record' | 'hang';
-  /** The insert into the effects table, with one placeholder for the message id. */
+  mode: 'record' | 'hang' | 'sequence';
+  /**
+   * The insert into the effects table: one placeholder for the message id, or in `sequence`
+   * mode three, for the group, the payload and the phase.
+   */
   recordSql: string;
   leaseMs?: number;
 }
@@ -29,15 +35,22 @@ const broker = new Broker({
   stopTimeoutMs: 2_000,
 });
 broker.on('error', (error) => process.stderr.write(`error: ${(error as Error).message}\n`));
-broker.subscribe(
-  table.queue(config.queue),
-  async (message, context) => {
-    process.stdout.write(`handling ${message.id}\n`);
-    if (config.mode === 'hang') await new Promise(() => undefined);
-    await context.query(config.recordSql, [message.id]);
-  },
-  { workers: config.workers },
-);
+for (const queue of config.queues ?? [config.queue]) {
+  broker.subscribe(
+    table.queue(queue),
+    async (message, context) => {
+      process.stdout.write(`handling ${message.id}\n`);
+      if (config.mode === 'hang') await new Promise(() => undefined);
+      if (config.mode === 'sequence') {
+        await context.query(config.recordSql, [message.group, message.payload, 'start']);
+        await context.query(config.recordSql, [message.group, message.payload, 'end']);
+        return;
+      }
+      await context.query(config.recordSql, [message.id]);
+    },
+    { workers: config.workers },
+  );
+}
 await broker.start();
 process.stdout.write('ready\n');
 process.on('SIGTERM', () => {

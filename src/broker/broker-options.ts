@@ -26,6 +26,13 @@ export interface BrokerOptions {
   logger?: Logger;
   /** Encoded payloads larger than this are refused before anything is written. Default 8 MiB. */
   maxPayloadBytes?: number;
+  /**
+   * Postgres LISTEN/NOTIFY wake-ups across processes: every publish notifies the table's channel,
+   * and one connection beside the pool listens for the subscribed tables. Default: on when the
+   * broker opens the pool from a postgres:// URL, off for a pool the service passes in.
+   * Postgres only: `true` elsewhere fails `start()` with an `UnsupportedError`.
+   */
+  listen?: boolean;
 }
 
 export interface ResolvedBrokerOptions {
@@ -37,6 +44,8 @@ export interface ResolvedBrokerOptions {
   readonly stopTimeoutMs: number;
   readonly logger: Logger;
   readonly maxPayloadBytes: number;
+  /** Undefined: the default, decided at start by the database. */
+  readonly listen: boolean | undefined;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -52,6 +61,7 @@ const OPTION_KEYS = new Set([
   'stopTimeoutMs',
   'logger',
   'maxPayloadBytes',
+  'listen',
 ]);
 
 const consoleLogger: Logger = {
@@ -81,6 +91,9 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
   if (connectionLimit !== undefined && (!Number.isInteger(connectionLimit) || connectionLimit < 1)) {
     throw new DeclarationError(`new Broker: connectionLimit must be a whole number of at least 1, got ${String(connectionLimit)}`);
   }
+  if (options.listen !== undefined && typeof options.listen !== 'boolean') {
+    throw new DeclarationError(`new Broker: listen must be true or false, got ${String(options.listen)}`);
+  }
   return Object.freeze({
     database: options.database,
     poolSize,
@@ -90,6 +103,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     stopTimeoutMs: positive(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs'),
     logger: options.logger ?? consoleLogger,
     maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
+    listen: options.listen,
   });
 }
 

@@ -1,9 +1,10 @@
 import { EventEmitter } from 'node:events';
 import type { Queue } from '../definition/define-table.js';
 import { Queue as QueueClass } from '../definition/define-table.js';
+import type { Dialect } from '../dialect/dialect.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
 import { createDriver } from '../driver/create-driver.js';
-import { AlreadySubscribedError, ClosedError, DeclarationError } from '../errors.js';
+import { AlreadySubscribedError, ClosedError, DeclarationError, UnsupportedError } from '../errors.js';
 import type { PublishItem, PublishOptions } from '../publish/publish-options.js';
 import { Publisher } from '../publish/publisher.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
@@ -25,12 +26,18 @@ import {
 } from '../subscription/subscription-options.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } from './broker-options.js';
+import { NotifyListener, type ListenerStats, type NotifyListenerOptions } from './notify-listener.js';
 import { openDialect } from './open-dialect.js';
 
 export interface BrokerStats {
   readonly pool: PoolStats;
   readonly subscriptions: SubscriptionStats[];
+  /** The LISTEN session (Postgres with `listen` on and at least one subscription); undefined without one. */
+  readonly listener: ListenerStats | undefined;
 }
+
+/** What wake-ups across processes need from the dialect and the driver. */
+type ListenSupport = Pick<NotifyListenerOptions, 'statements' | 'openSession'>;
 
 export interface BrokerEvents {
   error: [error: unknown, detail: Record<string, unknown>];
@@ -52,6 +59,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
   #state: State = 'new';
   #driver: Driver | undefined;
   #publisher: Publisher | undefined;
+  #listener: NotifyListener | undefined;
   #stopping: Promise<void> | undefined;
 
   constructor(options: BrokerOptions) {
@@ -116,6 +124,10 @@ export class Broker extends EventEmitter<BrokerEvents> {
     this.#subscriptions.set(key, new Subscription(queue, handler, resolved));
   }
 
+  /**
+   * With `listen` on, the LISTEN session listens on every subscribed table before the first
+   * claim; it is not taken from the pool and counts toward `connectionLimit`.
+   */
   async start(): Promise<void> {
     if (this.#state !== 'new') {
       throw new DeclarationError(`broker.start() was already called (the broker is ${this.#state})`);
@@ -123,19 +135,33 @@ export class Broker extends EventEmitter<BrokerEvents> {
     this.#state = 'starting';
     const driver = createDriver(this.#options.database, { poolSize: this.#options.poolSize });
     this.#driver = driver;
+    let listener: NotifyListener | undefined;
     try {
       await driver.open();
+      const dialect = await openDialect(driver);
+      const listen = this.#listenSupport(driver, dialect);
+      if (listen !== undefined && this.#subscriptions.size > 0) {
+        listener = new NotifyListener({
+          ...listen,
+          tables: [...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
+          wake: (spec, group) => this.#wake(spec, group),
+          onError: (error, detail) => this.#reportError(error, detail),
+          onWarning: (message) => this.#reportWarning(message),
+        });
+      }
       checkConnectionLimit({
         limit: this.#options.connectionLimit,
         poolSize: driver.stats().size,
         subscriptions: [...this.#subscriptions.values()].flatMap((subscription) => subscription.threadBudget()),
+        listenerConnections: listener === undefined ? 0 : 1,
       });
-      const dialect = await openDialect(driver);
       this.#publisher = new Publisher({
         driver,
         dialect,
         wake: (spec, group) => this.#wake(spec, group),
         maxPayloadBytes: this.#options.maxPayloadBytes,
+        notify: listen?.statements,
+        onNotifyError: (error, detail) => this.#reportError(error, detail),
       });
       for (const subscription of this.#subscriptions.values()) {
         await subscription.open({
@@ -147,9 +173,12 @@ export class Broker extends EventEmitter<BrokerEvents> {
           openThreads: (request) => this.#openThreads(request),
         });
       }
+      await listener?.open();
+      this.#listener = listener;
     } catch (error) {
       this.#state = 'stopped';
       await Promise.allSettled([...this.#subscriptions.values()].map((subscription) => subscription.stop(0)));
+      await listener?.close();
       await driver.close().catch(() => undefined);
       throw error;
     }
@@ -188,14 +217,40 @@ export class Broker extends EventEmitter<BrokerEvents> {
     return {
       pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0 },
       subscriptions: [...this.#subscriptions.values()].map((subscription) => subscription.stats()),
+      listener: this.#listener?.stats(),
     };
   }
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#state = 'stopping';
-    await Promise.allSettled([...this.#subscriptions.values()].map((subscription) => subscription.stop(timeoutMs)));
+    await Promise.allSettled([
+      this.#listener?.close(),
+      ...[...this.#subscriptions.values()].map((subscription) => subscription.stop(timeoutMs)),
+    ]);
     await this.#driver?.close().catch((error: unknown) => this.#reportError(error, { phase: 'close' }));
     this.#state = 'stopped';
+  }
+
+  /**
+   * Whether `listen` is on, and what it needs: on by default for a pool opened from a URL on a
+   * database with LISTEN/NOTIFY, on for the service's pool only when asked. `listen: true`
+   * elsewhere is refused, since it would silently change nothing.
+   */
+  #listenSupport(driver: Driver, dialect: Dialect): ListenSupport | undefined {
+    const { listen, database } = this.#options;
+    const isOn = listen ?? (typeof database === 'string' && dialect.capabilities.supportsListenNotify);
+    if (!isOn) return undefined;
+    const openSession = driver.openNotificationClient?.bind(driver);
+    if (dialect.notify === undefined || openSession === undefined) {
+      throw new UnsupportedError({
+        database: dialect.name,
+        feature: 'listen',
+        message:
+          `listen: true is PostgreSQL-only (LISTEN/NOTIFY) and the database is ${driver.description}; remove the option: ` +
+          'rows that other processes publish are found by polling every pollIntervalMs',
+      });
+    }
+    return { statements: dialect.notify, openSession };
   }
 
   #requirePublisher(): Publisher {

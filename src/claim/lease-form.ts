@@ -1,4 +1,4 @@
-import type { LeaseClaim } from '../dialect/dialect.js';
+import { GROUP_GUARD_COLUMN, type LeaseClaim } from '../dialect/dialect.js';
 import type { Connection } from '../driver/driver.js';
 import { LeaseLostError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
@@ -18,6 +18,7 @@ export interface LeaseFormOptions {
 interface LeaseStatementSet {
   readonly claim: LeaseClaim;
   readonly commit: Statement;
+  readonly rollback: Statement;
   readonly extend: Statement;
   readonly release: Statement;
   readonly settlements: Readonly<Record<Settlement['kind'], Statement[]>>;
@@ -56,7 +57,10 @@ export class LeaseForm implements ClaimForm {
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
     const { claim, extend, release, settlements } = this.#statements;
-    const claims = claim.kind === 'single' ? [claim.statement] : [claim.select, claim.stamp];
+    const claims =
+      claim.kind === 'single'
+        ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
+        : [...(claim.guard ? [claim.guard] : []), claim.select, claim.stamp];
     return [...claims, extend, release, ...Object.values(settlements).flat()];
   }
 
@@ -75,7 +79,7 @@ export class LeaseForm implements ClaimForm {
     try {
       rows =
         claim.kind === 'single'
-          ? (await connection.execute(bindStatement(claim.statement, values))).rows
+          ? await this.#single(connection, claim, values)
           : await this.#selectThenStamp(connection, claim, values);
       connection.release();
     } catch (error) {
@@ -105,6 +109,20 @@ export class LeaseForm implements ClaimForm {
     this.#keeper.close();
   }
 
+  /** Postgres and SQLite: one statement; on a guarded FIFO claim, inside its own transaction. */
+  async #single(
+    connection: Connection,
+    claim: Extract<LeaseClaim, { kind: 'single' }>,
+    values: ParamValues,
+  ): Promise<Record<string, unknown>[]> {
+    if (claim.guarded === undefined) return (await connection.execute(bindStatement(claim.statement, values))).rows;
+    for (const statement of claim.guarded.begin) await connection.execute(bindStatement(statement, {}));
+    if (!(await this.#ownsGroup(connection, claim.guarded.guard, values))) return [];
+    const rows = (await connection.execute(bindStatement(claim.statement, values))).rows;
+    await connection.execute(bindStatement(this.#statements.commit, {}));
+    return rows;
+  }
+
   /** MySQL/MariaDB: select with row locks, stamp each row still claimable, commit. */
   async #selectThenStamp(
     connection: Connection,
@@ -113,6 +131,7 @@ export class LeaseForm implements ClaimForm {
   ): Promise<Record<string, unknown>[]> {
     const { spec } = this.#context;
     for (const statement of claim.begin) await connection.execute(bindStatement(statement, {}));
+    if (claim.guard !== undefined && !(await this.#ownsGroup(connection, claim.guard, values))) return [];
     const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
     const stamped: Record<string, unknown>[] = [];
     for (const row of selected) {
@@ -121,6 +140,17 @@ export class LeaseForm implements ClaimForm {
     }
     await connection.execute(bindStatement(this.#statements.commit, {}));
     return stamped;
+  }
+
+  /**
+   * Runs the FIFO group guard in the open claim transaction. When another claim owns the group
+   * it rolls back, dropping whatever the guard locked, and the claim takes nothing.
+   */
+  async #ownsGroup(connection: Connection, guard: Statement, values: ParamValues): Promise<boolean> {
+    const answer = (await connection.execute(bindStatement(guard, values))).rows[0];
+    if (Number(answer?.[GROUP_GUARD_COLUMN]) === 1) return true;
+    await connection.execute(bindStatement(this.#statements.rollback, {}));
+    return false;
   }
 
   async #settle(slot: LeaseSlot, settlement: Settlement): Promise<void> {
@@ -158,7 +188,7 @@ export class LeaseForm implements ClaimForm {
       for (const statement of this.#statements.begin) await connection.execute(bindStatement(statement, {}));
       for (const statement of statements) {
         if ((await connection.execute(bindStatement(statement, values))).affectedRows === 0) {
-          await connection.execute(bindStatement(this.#context.dialect.session.rollback(), {}));
+          await connection.execute(bindStatement(this.#statements.rollback, {}));
           connection.release();
           return false;
         }
@@ -189,6 +219,7 @@ function renderLeaseStatements(context: FormContext): LeaseStatementSet {
     claim: dialect.lease.claim(spec, columns),
     begin: dialect.session.begin({ sqliteBegin: 'immediate' }),
     commit: dialect.session.commit(),
+    rollback: dialect.session.rollback(),
     extend: dialect.lease.extend(spec),
     release,
     settlements: {

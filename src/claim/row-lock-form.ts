@@ -1,5 +1,6 @@
 import type { Statement } from '../statement.js';
 import { bindStatement, type ParamValues } from '../statement.js';
+import { GROUP_GUARD_COLUMN } from '../dialect/dialect.js';
 import type { Connection } from '../driver/driver.js';
 import type { ClaimForm, ClaimedRow, HeldRow, Settlement } from './claim-form.js';
 import type { FormContext } from './form-context.js';
@@ -13,8 +14,11 @@ import { readClaimedRow } from './row-values.js';
 /** The statements of the row lock form, rendered once when the subscription opens. */
 interface RowLockStatements {
   readonly begin: Statement[];
+  /** FIFO tables on Postgres and MySQL: run first; 0 means another claim owns the group. */
+  readonly guard: Statement | undefined;
   readonly claim: Statement;
   readonly commit: Statement;
+  readonly rollback: Statement;
   readonly settlements: Readonly<Record<Settlement['kind'], Statement[]>>;
 }
 
@@ -30,8 +34,8 @@ export class RowLockForm implements ClaimForm {
 
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
-    const { claim, settlements } = this.#statements;
-    return [claim, ...Object.values(settlements).flat()];
+    const { guard, claim, settlements } = this.#statements;
+    return [...(guard ? [guard] : []), claim, ...Object.values(settlements).flat()];
   }
 
   async claim(limit: number, now: Date): Promise<HeldRow[]> {
@@ -41,6 +45,15 @@ export class RowLockForm implements ClaimForm {
     let rows: Record<string, unknown>[];
     try {
       for (const statement of statements.begin) await connection.execute(bindStatement(statement, {}));
+      if (statements.guard !== undefined) {
+        const answer = (await connection.execute(bindStatement(statements.guard, { group }))).rows[0];
+        if (Number(answer?.[GROUP_GUARD_COLUMN]) !== 1) {
+          // Another claim or delivery owns the group: end the transaction to drop what the guard took.
+          await connection.execute(bindStatement(statements.rollback, {}));
+          connection.release();
+          return [];
+        }
+      }
       rows = (await connection.execute(bindStatement(statements.claim, { group, now, limit }))).rows;
       if (rows.length === 0) {
         await connection.execute(bindStatement(statements.commit, {}));
@@ -65,8 +78,10 @@ function renderRowLockStatements(context: FormContext): RowLockStatements {
   const retryAfter = dialect.rowLock.retryAfter(spec) ?? retry;
   return {
     begin: dialect.session.begin({ isolation: spec.isolation }),
+    guard: dialect.fifo.guard(spec),
     claim: dialect.rowLock.claim(spec, columns),
     commit: dialect.session.commit(),
+    rollback: dialect.session.rollback(),
     settlements: {
       finish: [dialect.settle.finish(spec, { fenced: false })],
       retry: retry ? [retry] : [],

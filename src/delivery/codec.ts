@@ -57,8 +57,8 @@ export function encodeHeaders(headers: Readonly<Record<string, string>>, where: 
   return JSON.stringify(headers);
 }
 
-/** A NUL or an unpaired UTF-16 surrogate: text no database column stores as given. */
-const UNSTORABLE_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** An unpaired UTF-16 surrogate: text UTF-8 cannot carry. */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Text that goes into a text or JSON column must come back as it went in. PostgreSQL refuses NUL
@@ -66,7 +66,7 @@ const UNSTORABLE_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\
  * so both are refused before anything is written instead of failing or changing on the way.
  */
 export function requireStorableText(text: string, what: string, where: string): void {
-  if (UNSTORABLE_TEXT.test(text)) {
+  if (text.includes('\u0000') || UNPAIRED_SURROGATE.test(text)) {
     throw new EncodeError(
       `${where}: ${what} contains a NUL character or an unpaired surrogate, which a database text column cannot store unchanged; nothing was written`,
     );

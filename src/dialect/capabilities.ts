@@ -11,6 +11,7 @@ export const POSTGRES_CAPABILITIES: DialectCapabilities = Object.freeze({
   leaseClaimReturnsCountedAttempt: false,
   // READ UNCOMMITTED is accepted by Postgres but runs as READ COMMITTED: not offered.
   isolationLevels: Object.freeze(['read committed', 'repeatable read', 'serializable'] as const),
+  supportsListenNotify: true,
 });
 
 /** MySQL and MariaDB share one dialect; MariaDB adds `DELETE … RETURNING` and `INSERT … RETURNING`. */
@@ -24,6 +25,7 @@ export function mysqlCapabilities(options: { mariadb: boolean }): DialectCapabil
     leaseClaimLocksRows: true,
     leaseClaimReturnsCountedAttempt: false,
     isolationLevels: Object.freeze(['read uncommitted', 'read committed', 'repeatable read', 'serializable'] as const),
+    supportsListenNotify: false,
   });
 }
 
@@ -38,4 +40,5 @@ export const SQLITE_CAPABILITIES: DialectCapabilities = Object.freeze({
   leaseClaimReturnsCountedAttempt: true,
   // SQLite transactions are serializable; the begin mode (sqliteBegin) is the only choice.
   isolationLevels: Object.freeze([] as const),
+  supportsListenNotify: false,
 });

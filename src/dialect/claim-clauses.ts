@@ -42,15 +42,67 @@ export function whereAll(conditions: readonly SqlText[]): SqlText {
 
 /**
  * The rows a row lock or MySQL lease claim takes: claimable, in claim order, skipping rows another
- * claim holds. The lock lasts until the transaction ends.
+ * claim holds. The lock lasts until the transaction ends. On a FIFO table only the group's head,
+ * so a head another claim holds yields nothing rather than the row behind it.
  */
 export function skipLockedSelect(
   spec: TableSpec,
   columns: TableColumns,
   form: Exclude<ClaimFormName, 'advisory'>,
 ): SqlText {
+  const from = sql`SELECT ${columnList(columns)} FROM ${tableOf(spec)}`;
+  if (isFifo(spec)) return sql`${from}${whereAll(fifoHeadConditions(spec, form))} FOR UPDATE SKIP LOCKED`;
   const where = whereAll(claimConditions(spec, form));
-  return sql`SELECT ${columnList(columns)} FROM ${tableOf(spec)}${where} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`;
+  return sql`${from}${where} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`;
+}
+
+/** FIFO groups (WP-11): the table declares `group: { column, fifo: true }`. */
+export function isFifo(spec: TableSpec): boolean {
+  return spec.group?.fifo === true;
+}
+
+/**
+ * What makes a FIFO group's head claimable (WP-11): the row is the head (the group's first
+ * unfinished row in claim order, due or not, held or not) and it is claimable; in the lease form
+ * no row of the group may be in work either. That matters when the row in work is no longer the
+ * head: a row published with a smaller priority while another runs becomes the head, and waits.
+ * At most one row matches, whatever the claim's limit.
+ *
+ * The claimable conditions are repeated outside the head lookup because a row lock re-reads
+ * only the locked row: when the head was settled (finished, delayed, moved to another group)
+ * after the lookup read it, Postgres re-checks these conditions on the row as settled, while
+ * the head lookup keeps its first answer.
+ */
+export function fifoHeadConditions(spec: TableSpec, form: Exclude<ClaimFormName, 'advisory'>): SqlText[] {
+  const conditions = [sql`${identifier(spec.id.column)} = (${fifoHeadId(spec)})`, ...claimConditions(spec, form)];
+  if (form === 'lease') conditions.push(noRowOfGroupInWork(spec));
+  return conditions;
+}
+
+/** The group's unfinished rows: all of them on a table that deletes finished rows. */
+export function unfinishedRowsOfGroup(spec: TableSpec): SqlText[] {
+  const conditions = [sql`${identifier(fifoGroupColumn(spec))} = ${param('group')}`];
+  if (spec.processedAt !== undefined) conditions.push(sql`${identifier(spec.processedAt)} IS NULL`);
+  return conditions;
+}
+
+function fifoHeadId(spec: TableSpec): SqlText {
+  const where = whereAll(unfinishedRowsOfGroup(spec));
+  return sql`SELECT ${identifier(spec.id.column)} FROM ${tableOf(spec)}${where} ORDER BY ${claimOrder(spec)} LIMIT 1`;
+}
+
+/** No row of the group holds a live lease; the alias keeps its columns apart from the claimed row's. */
+function noRowOfGroupInWork(spec: TableSpec): SqlText {
+  const group = sql`tablequeue_work.${identifier(fifoGroupColumn(spec))}`;
+  const lockedUntil = sql`tablequeue_work.${identifier(requireLeaseColumn(spec))}`;
+  return sql`NOT EXISTS (SELECT 1 FROM ${tableOf(spec)} AS tablequeue_work WHERE ${group} = ${param('group')} AND ${lockedUntil} > ${param('leaseNow')})`;
+}
+
+function fifoGroupColumn(spec: TableSpec): string {
+  if (spec.group?.fifo !== true) {
+    throw new TypeError(`table "${spec.qualifiedName}" has no FIFO group; FIFO statements are rendered for FIFO tables only`);
+  }
+  return spec.group.column;
 }
 
 /** Smaller priority first, then the earliest due, then insertion order; id always last. */
@@ -60,18 +112,11 @@ export function claimOrder(spec: TableSpec): SqlText {
 }
 
 /**
- * Claims these dialects do not render yet. FIFO groups need a group guard and the database clock
- * replaces the `now` parameter; rendering the plain claim for such a table would silently break
- * the ordering or timing the table declared, so it is refused instead.
+ * Claims these dialects do not render yet. The database clock replaces the `now` parameter;
+ * rendering the host-clock claim for such a table would silently change the timing the table
+ * declared, so it is refused instead.
  */
 export function refuseUnbuiltClaims(spec: TableSpec, database: string): void {
-  if (spec.group?.fifo === true) {
-    throw new UnsupportedError({
-      database,
-      feature: 'fifo groups',
-      message: `table "${spec.qualifiedName}" declares a FIFO group; FIFO claims are not available on ${database} yet, declare the group without fifo`,
-    });
-  }
   if (spec.clock === 'database') {
     throw new UnsupportedError({
       database,

@@ -1,5 +1,6 @@
 import type { Statement } from '../statement.js';
 import type { IsolationLevel, SqliteBeginMode, TableSpec } from '../table/table-spec.js';
+import type { NotifyStatements } from './notify.js';
 
 export type DialectName = 'postgres' | 'mysql' | 'sqlite';
 
@@ -21,6 +22,8 @@ export interface DialectCapabilities {
   readonly leaseClaimReturnsCountedAttempt: boolean;
   /** Isolation levels a claim transaction can be opened at. */
   readonly isolationLevels: readonly IsolationLevel[];
+  /** `LISTEN`/`NOTIFY` wake-ups across processes (Postgres): the dialect has `notify` statements. */
+  readonly supportsListenNotify: boolean;
 }
 
 /**
@@ -50,7 +53,9 @@ export interface SessionStatements {
 /**
  * Row lock form: the claim runs in a transaction that stays open while the handler works; the
  * settlement statements run in it and the caller commits.
- * Claim params: `group` (grouped tables), `now` (tables with retryAfter), `limit`.
+ * Claim params: `group` (grouped tables), `now` (tables with retryAfter), `limit`. On a FIFO table
+ * the claim takes the group's head only (no `limit`), and the caller runs `fifo.guard` first in
+ * the same transaction.
  */
 export interface RowLockStatements {
   claim(spec: TableSpec, columns: TableColumns): Statement;
@@ -68,7 +73,9 @@ export interface LeaseStatements {
   /**
    * The claim. Postgres and SQLite: one statement (params among `group`, `now`, `leaseNow`,
    * `limit`, `lockedUntil`). MySQL/MariaDB: a `select` run in a READ COMMITTED transaction
-   * (`beginClaim`) and a `stamp` per selected row (`lockedUntil`, `id`, `leaseNow`), then commit.
+   * (`begin`) and a `stamp` per selected row (`lockedUntil`, `id`, `leaseNow`), then commit.
+   * On a FIFO table the claim takes the group's head only, and carries the group guard where the
+   * database needs one (see `LeaseClaim`).
    */
   claim(spec: TableSpec, columns: TableColumns): LeaseClaim;
   /** Clears the lease (`id`, `held`): retry, and rows handed back unhandled on stop. */
@@ -79,14 +86,46 @@ export interface LeaseStatements {
   extend(spec: TableSpec): Statement;
 }
 
+/**
+ * How a lease claim runs.
+ * - `single`: one statement on its own. With `guarded` (FIFO tables on Postgres) the caller runs
+ *   `begin`, then the guard, then the statement, then commits; a guard that reads 0 ends the
+ *   transaction with a rollback and the claim takes nothing.
+ * - `selectThenStamp`: `begin`, the `guard` when present (FIFO tables) with the same rule, the
+ *   `select`, a `stamp` per selected row, then commit.
+ */
 export type LeaseClaim =
-  | { readonly kind: 'single'; readonly statement: Statement }
+  | {
+      readonly kind: 'single';
+      readonly statement: Statement;
+      readonly guarded?: { readonly begin: Statement[]; readonly guard: Statement };
+    }
   | {
       readonly kind: 'selectThenStamp';
       readonly begin: Statement[];
+      readonly guard?: Statement;
       readonly select: Statement;
       readonly stamp: Statement;
     };
+
+/** The one column of the group guard's one row: 1 when this claim owns the group, 0 otherwise. */
+export const GROUP_GUARD_COLUMN = 'owned';
+
+/**
+ * FIFO groups (WP-11): at most one row of a group in work at a time, across every broker and
+ * process. Claims take only the group's head; the guard keeps two claims from taking it (or a
+ * head that appeared beside a row in work) at once.
+ */
+export interface FifoStatements {
+  /**
+   * The group guard (param `group`), run first in the claim's transaction; one row with one
+   * integer column named `GROUP_GUARD_COLUMN`. Postgres: a transaction-scoped advisory lock on
+   * the table and group. MySQL/MariaDB: 1 only when the claim could lock every unfinished row
+   * of the group, which it then holds until the transaction ends. `undefined` on a table without
+   * FIFO groups, and on SQLite, whose single writer runs one claim at a time.
+   */
+  guard(spec: TableSpec): Statement | undefined;
+}
 
 /**
  * Settlements that finish or move a row. With `fenced: true` (lease form) each statement also
@@ -135,12 +174,15 @@ export interface Dialect {
   readonly session: SessionStatements;
   readonly rowLock: RowLockStatements;
   readonly lease: LeaseStatements;
+  readonly fifo: FifoStatements;
   readonly settle: SettleStatements;
   readonly insert: InsertStatements;
   readonly schema: SchemaStatements;
   /**
    * Checks a table against what this database can do (row lock on SQLite, identifier limits,
-   * isolation levels); throws `UnsupportedError` or `DeclarationError` naming the fix.
+   * isolation levels, FIFO row lock tables at serializable on MySQL); throws `UnsupportedError` or `DeclarationError` naming the fix.
    */
   validateTable(spec: TableSpec): void;
+  /** Wake-ups across processes; only on databases with `supportsListenNotify`. */
+  readonly notify?: NotifyStatements;
 }

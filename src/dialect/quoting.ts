@@ -38,6 +38,16 @@ export function fixedSql(text: string): SqlText {
   return new SqlText([{ kind: 'text', text }]);
 }
 
+/**
+ * A string literal of text this folder builds from validated names (a lock-key prefix), never a
+ * value: values are parameters. A single quote is doubled; a backslash is refused, since MySQL
+ * reads it as an escape where Postgres and SQLite read it as itself.
+ */
+export function textLiteral(text: string): SqlText {
+  if (text.includes('\\')) throw new TypeError(`a SQL text literal must not contain a backslash: ${JSON.stringify(text)}`);
+  return fixedSql(`'${text.replaceAll("'", "''")}'`);
+}
+
 export function identifier(name: string): SqlText {
   return new SqlText([{ kind: 'identifier', name }]);
 }

@@ -93,6 +93,24 @@ export const advisoryKeyTable: FixtureTable = {
   columns: ['id', 'tenant', 'payload'],
 };
 
+/** Every role of the row lock form, the group FIFO. */
+export const fifoTable: FixtureTable = {
+  spec: createTableSpec({ ...everyRoleDeclaration, group: { column: 'queue', fifo: true } }),
+  columns: everyRoleTable.columns,
+};
+
+/** Every role of the lease form, the group FIFO. */
+export const fifoLeaseTable: FixtureTable = {
+  spec: createTableSpec({ ...everyRoleDeclaration, group: { column: 'queue', fifo: true }, lockedUntil: 'locked_until' }),
+  columns: everyRoleLeaseTable.columns,
+};
+
+/** A FIFO lease table in a schema, without retryAfter or processedAt: finished rows are deleted. */
+export const minimalFifoLeaseTable: FixtureTable = {
+  spec: createTableSpec({ schema: 'app', table: 'jobs', id: 'id', group: { column: 'queue', fifo: true }, lockedUntil: 'locked_until' }),
+  columns: ['id', 'queue', 'locked_until'],
+};
+
 /** A FIFO-group row lock table at serializable (refused by the MySQL dialect). */
 export const fifoSerializableTable: FixtureTable = {
   spec: createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true }, isolation: 'serializable' }),

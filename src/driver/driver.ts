@@ -42,6 +42,27 @@ export interface PoolStats {
   readonly maxHeld: number;
 }
 
+/** What a notification session reports; each callback runs on the session's own events. */
+export interface NotificationHandlers {
+  onNotification(channel: string, payload: string): void;
+  /**
+   * The session ended without `close()`: the server ended it or the network dropped it. Called
+   * at most once, only after the session connected; the error is the one the client reported.
+   */
+  onLost(error: Error | undefined): void;
+}
+
+/**
+ * A session of its own for `LISTEN` (Postgres): opened beside the pool, never taken from it nor
+ * counted in `stats()`, and kept for the broker's whole life.
+ */
+export interface NotificationClient {
+  /** Runs one statement; fails with a `StatementError`. */
+  execute(statement: BoundStatement): Promise<void>;
+  /** Ends the session; `onLost` is not called for it. */
+  close(): Promise<void>;
+}
+
 export interface Driver {
   readonly kind: DatabaseKind;
   /** For messages: `postgres at 127.0.0.1:5432`, `sqlite file queue.db`. */
@@ -63,4 +84,9 @@ export interface Driver {
   stats(): PoolStats;
   /** Closes the pool when the driver opened it; otherwise only stops using it. */
   close(): Promise<void>;
+  /**
+   * Postgres only: opens a notification session with the pool's own connection settings (the
+   * URL, or the service pool's options). Fails with a `ConnectionError` naming the host.
+   */
+  openNotificationClient?(handlers: NotificationHandlers): Promise<NotificationClient>;
 }

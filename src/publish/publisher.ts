@@ -1,9 +1,10 @@
 import type { Queue } from '../definition/define-table.js';
 import { encodeHeaders, encodePayload, requirePayloadSize, requireStorableText } from '../delivery/codec.js';
 import type { Dialect } from '../dialect/dialect.js';
+import type { NotifyStatements } from '../dialect/notify.js';
 import type { Connection, Driver, QueryResult } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
-import { bindPositional, type Statement } from '../statement.js';
+import { bindPositional, bindStatement, type BoundStatement, type Statement } from '../statement.js';
 import { validateIdentifier } from '../table/identifier.js';
 import { roleColumns, type TableSpec } from '../table/table-spec.js';
 import type { PublishItem, PublishOptions } from './publish-options.js';
@@ -21,6 +22,13 @@ export interface PublisherOptions {
   readonly wake: (spec: TableSpec, group: string | undefined) => void;
   /** Payloads larger than this are refused before anything is written. */
   readonly maxPayloadBytes: number;
+  /**
+   * With `listen` on (Postgres): after each write, a notification on the connection that wrote
+   * the rows, so other processes' listeners wake. Undefined: nothing is notified.
+   */
+  readonly notify: NotifyStatements | undefined;
+  /** A notification failed after the rows were written: reported, and the publish still succeeds. */
+  readonly onNotifyError: (error: unknown, detail: Record<string, unknown>) => void;
 }
 
 /** Writes rows into queue tables. Encodes and validates everything before it writes anything. */
@@ -36,7 +44,7 @@ export class Publisher {
     const spec = queue.table.spec;
     const row = rowValues(queue, payload, options, new Date(), this.#options.maxPayloadBytes);
     const statement = this.#insert(spec, row.columns, 1);
-    const result = await this.#run(bindPositional(statement, row.values), options.tx);
+    const result = await this.#write(queue, options.tx, (connection) => connection.execute(bindPositional(statement, row.values)));
     this.#options.wake(spec, queue.group);
     return insertedIds(spec, result, options.id === undefined ? [] : [options.id], 1)[0]!;
   }
@@ -58,10 +66,12 @@ export class Publisher {
       const { payload, ...itemOptions } = item;
       return rowValues(queue, payload, itemOptions, now, this.#options.maxPayloadBytes);
     });
-    for (const chunk of chunksOfSameColumns(rows)) {
-      const statement = this.#insert(spec, chunk[0]!.columns, chunk.length);
-      await this.#run(bindPositional(statement, chunk.flatMap((row) => row.values)), options.tx);
-    }
+    await this.#write(queue, options.tx, async (connection) => {
+      for (const chunk of chunksOfSameColumns(rows)) {
+        const statement = this.#insert(spec, chunk[0]!.columns, chunk.length);
+        await connection.execute(bindPositional(statement, chunk.flatMap((row) => row.values)));
+      }
+    });
     this.#options.wake(spec, queue.group);
     return rows.length;
   }
@@ -76,9 +86,40 @@ export class Publisher {
     return statement;
   }
 
-  async #run(statement: Parameters<Connection['execute']>[0], tx: unknown): Promise<QueryResult> {
-    if (tx === undefined) return this.#options.driver.execute(statement);
-    return this.#options.driver.adopt(tx).execute(statement);
+  /**
+   * Runs the inserts and then the notification on one connection: the service's own (`tx`),
+   * where the notification is delivered when its transaction commits, or one borrowed for both.
+   */
+  async #write<T>(queue: Queue<unknown>, tx: unknown, insert: (connection: Connection) => Promise<T>): Promise<T> {
+    const notification = this.#notification(queue);
+    const { driver } = this.#options;
+    const connection = tx === undefined ? await driver.acquire() : driver.adopt(tx);
+    try {
+      const result = await insert(connection);
+      if (notification !== undefined) {
+        await connection.execute(notification).catch((error: unknown) =>
+          this.#options.onNotifyError(error, { queue: queue.label, phase: 'notify' }),
+        );
+      }
+      return result;
+    } finally {
+      connection.release();
+    }
+  }
+
+  /** The queue's notification, checked before anything is written; undefined with listen off. */
+  #notification(queue: Queue<unknown>): BoundStatement | undefined {
+    const notify = this.#options.notify;
+    if (notify === undefined) return undefined;
+    const group = queue.group ?? '';
+    const bytes = Buffer.byteLength(group, 'utf8');
+    if (bytes > notify.maxPayloadBytes) {
+      throw new DeclarationError(
+        `publish to "${queue.label}": the queue name is ${bytes} bytes, too long for a notification (at most ${notify.maxPayloadBytes}); ` +
+          'use a shorter queue name, or turn wake-ups across processes off with listen: false',
+      );
+    }
+    return bindStatement(notify.notify(), { channel: notify.channel(queue.table.spec), group });
   }
 }
 

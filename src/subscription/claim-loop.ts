@@ -71,6 +71,7 @@ export class ClaimLoop {
   #claimsRunning = 0;
   #isProbing = true;
   #isWaiting = false;
+  #isBackingOff = false;
   /** The next empty wait; shorter than the poll interval while the queue was recently busy. */
   #nextWaitMs: number;
   #isStopping = false;
@@ -99,8 +100,12 @@ export class ClaimLoop {
     this.#wake.wake();
   }
 
-  /** A worker finished its unit: claim for it. */
+  /**
+   * A worker finished its unit: claim for it. A settlement can make rows claimable (the next head
+   * of a FIFO group, a row behind a released lock), so it also ends an empty wait early.
+   */
   onWorkerIdle(): void {
+    if (this.#isWaiting && !this.#isBackingOff) this.#wake.wake();
     this.#pump();
   }
 
@@ -188,6 +193,7 @@ export class ClaimLoop {
    */
   async #waitThenPump(result: 'empty' | 'failed'): Promise<void> {
     this.#isWaiting = true;
+    this.#isBackingOff = result === 'failed';
     try {
       if (result === 'failed') await abortableSleep(FAILED_CLAIM_BACKOFF_MS, this.#stop.signal);
       else {
@@ -197,6 +203,7 @@ export class ClaimLoop {
       }
     } finally {
       this.#isWaiting = false;
+      this.#isBackingOff = false;
     }
     this.#pump();
   }

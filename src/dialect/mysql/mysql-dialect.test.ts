@@ -6,7 +6,10 @@ import {
   collapseWhitespace,
   everyRoleLeaseTable,
   everyRoleTable,
+  fifoLeaseTable,
   fifoSerializableTable,
+  fifoTable,
+  minimalFifoLeaseTable,
   minimalLeaseTable,
   minimalTable,
   reservedWordTable,
@@ -82,6 +85,14 @@ describe('mysql rowLock.claim', () => {
       params: ['group', 'now', 'limit'],
     });
   });
+
+  it('WP-11: claims only the head of a FIFO group, when due and not held, one row whatever the limit', () => {
+    expect(statementText(mysql.rowLock.claim(fifoTable.spec, fifoTable.columns))).toEqual({
+      name: 'rowLock.claim',
+      sql: `SELECT ${EVERY_ROLE_COLUMNS} FROM \`email_jobs\` WHERE \`job_id\` = (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`queue\` = ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT 1) AND \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'group', 'now'],
+    });
+  });
 });
 
 describe('mysql rowLock.retry and rowLock.retryAfter', () => {
@@ -150,9 +161,64 @@ describe('mysql lease.claim', () => {
     });
   });
 
-  it('refuses FIFO groups until their claim exists', () => {
-    const fifo = createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true }, lockedUntil: 'locked_until' });
-    expect(() => mysql.lease.claim(fifo, ['id', 'queue', 'locked_until'])).toThrow(UnsupportedError);
+  it('runs no guard on a table without FIFO groups', () => {
+    const claim = mysql.lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns);
+    if (claim.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
+    expect(claim.guard).toBeUndefined();
+  });
+
+  it('WP-11: guards the group, then selects the head only while no row of its group is in work', () => {
+    const claim = mariadb.lease.claim(fifoLeaseTable.spec, fifoLeaseTable.columns);
+    if (claim.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
+    expect(claim.begin.map((statement) => statement.sql)).toEqual([
+      'SET TRANSACTION ISOLATION LEVEL READ COMMITTED',
+      'START TRANSACTION',
+    ]);
+    expect(statementText(claim.guard!)).toEqual({
+      name: 'fifo.guard',
+      sql: 'SELECT CAST((SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL) = (SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+      params: ['group', 'group'],
+    });
+    expect(statementText(claim.select)).toEqual({
+      name: 'lease.claim',
+      sql: `SELECT ${EVERY_LEASE_COLUMNS} FROM \`email_jobs\` WHERE \`job_id\` = (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`queue\` = ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT 1) AND \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL AND (\`locked_until\` IS NULL OR \`locked_until\` <= ?) AND NOT EXISTS (SELECT 1 FROM \`email_jobs\` AS tablequeue_work WHERE tablequeue_work.\`queue\` = ? AND tablequeue_work.\`locked_until\` > ?) FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'group', 'now', 'leaseNow', 'group', 'leaseNow'],
+    });
+    expect(statementText(claim.stamp)).toEqual({
+      name: 'lease.stamp',
+      sql: 'UPDATE `email_jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `job_id` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?)',
+      params: ['lockedUntil', 'id', 'leaseNow'],
+    });
+  });
+
+  it('WP-11: counts every row of the group as unfinished on a table that deletes finished rows', () => {
+    const claim = mysql.lease.claim(minimalFifoLeaseTable.spec, minimalFifoLeaseTable.columns);
+    if (claim.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
+    expect(statementText(claim.select)).toEqual({
+      name: 'lease.claim',
+      sql: 'SELECT `id`, `queue`, `locked_until` FROM `app`.`jobs` WHERE `id` = (SELECT `id` FROM `app`.`jobs` WHERE `queue` = ? ORDER BY `id` LIMIT 1) AND `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `app`.`jobs` AS tablequeue_work WHERE tablequeue_work.`queue` = ? AND tablequeue_work.`locked_until` > ?) FOR UPDATE SKIP LOCKED',
+      params: ['group', 'group', 'leaseNow', 'group', 'leaseNow'],
+    });
+  });
+});
+
+describe('mysql fifo.guard', () => {
+  it('WP-11: owns the group only when it can lock every unfinished row of it', () => {
+    expect(statementText(mysql.fifo.guard(minimalFifoLeaseTable.spec)!)).toEqual({
+      name: 'fifo.guard',
+      sql: 'SELECT CAST((SELECT COUNT(*) FROM `app`.`jobs` WHERE `queue` = ?) = (SELECT COUNT(*) FROM `app`.`jobs` WHERE `queue` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+      params: ['group', 'group'],
+    });
+    expect(statementText(mariadb.fifo.guard(fifoTable.spec)!)).toEqual({
+      name: 'fifo.guard',
+      sql: 'SELECT CAST((SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL) = (SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+      params: ['group', 'group'],
+    });
+  });
+
+  it('is undefined on a table without FIFO groups', () => {
+    expect(mysql.fifo.guard(everyRoleTable.spec)).toBeUndefined();
+    expect(mysql.fifo.guard(everyRoleLeaseTable.spec)).toBeUndefined();
   });
 });
 
@@ -310,8 +376,17 @@ describe('mysql schema.createTable', () => {
 });
 
 describe('mysql validateTable', () => {
-  it('refuses FIFO row lock tables at serializable', () => {
+  it('WP-11: refuses FIFO row lock tables at serializable, naming the fix', () => {
     expect(() => mysql.validateTable(fifoSerializableTable.spec)).toThrow(UnsupportedError);
+    expect(() => mariadb.validateTable(fifoSerializableTable.spec)).toThrow(/declare isolation: "read committed" or add lockedUntil/);
+    const leaseAtSerializable = createTableSpec({
+      table: 'jobs',
+      id: 'id',
+      group: { column: 'queue', fifo: true },
+      lockedUntil: 'locked_until',
+      isolation: 'serializable',
+    });
+    expect(() => mysql.validateTable(leaseAtSerializable)).not.toThrow();
     const atReadCommitted = createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true } });
     expect(() => mariadb.validateTable(atReadCommitted)).not.toThrow();
     expect(() => mysql.validateTable(everyRoleTable.spec)).not.toThrow();

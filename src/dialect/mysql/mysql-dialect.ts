@@ -2,8 +2,16 @@ import { UnsupportedError } from '../../errors.js';
 import type { Statement } from '../../statement.js';
 import type { IsolationLevel, TableSpec } from '../../table/table-spec.js';
 import { mysqlCapabilities } from '../capabilities.js';
-import { leaseIsFree, refuseUnbuiltClaims, skipLockedSelect, tableOf } from '../claim-clauses.js';
-import type { Dialect, LeaseClaim, TableColumns } from '../dialect.js';
+import {
+  isFifo,
+  leaseIsFree,
+  refuseUnbuiltClaims,
+  skipLockedSelect,
+  tableOf,
+  unfinishedRowsOfGroup,
+  whereAll,
+} from '../claim-clauses.js';
+import { GROUP_GUARD_COLUMN, type Dialect, type LeaseClaim, type TableColumns } from '../dialect.js';
 import {
   createLeaseSettlements,
   createRowLockStatements,
@@ -43,15 +51,15 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
       // COMMITTED whatever the table declares: no gap locks, so publishers are never blocked.
       claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => {
         refuseUnbuiltClaims(spec, database);
-        return {
-          kind: 'selectThenStamp',
-          begin: begin('read committed'),
-          select: renderStatement(style, 'lease.claim', skipLockedSelect(spec, columns, 'lease')),
-          stamp: renderLeaseStamp(spec),
-        };
+        const select = renderStatement(style, 'lease.claim', skipLockedSelect(spec, columns, 'lease'));
+        const stamp = renderLeaseStamp(spec);
+        const guard = renderGroupGuard(spec);
+        const claim = { kind: 'selectThenStamp', begin: begin('read committed'), select, stamp } as const;
+        return guard === undefined ? claim : { ...claim, guard };
       },
       ...createLeaseSettlements(style),
     }),
+    fifo: Object.freeze({ guard: (spec: TableSpec) => renderGroupGuard(spec) }),
     // MariaDB's DELETE … RETURNING cannot feed an INSERT, so both flavours copy then delete.
     settle: Object.freeze(createSettleStatements(style)),
     insert: Object.freeze({
@@ -78,6 +86,23 @@ function renderLeaseStamp(spec: TableSpec): Statement {
     style,
     'lease.stamp',
     sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} = ${param('id')} AND ${leaseIsFree(spec)}`,
+  );
+}
+
+/**
+ * The FIFO group guard: the claim owns the group only if it can lock every unfinished row of it,
+ * so a row of the group that another transaction holds (a claim, or a row lock delivery in
+ * work) makes the two counts differ. The locks it takes last until the claim's transaction
+ * ends. At READ COMMITTED the plain count sees committed rows and locks nothing, and rows
+ * published meanwhile are never blocked (no gap locks).
+ */
+function renderGroupGuard(spec: TableSpec): Statement | undefined {
+  if (!isFifo(spec)) return undefined;
+  const countUnfinished = sql`SELECT COUNT(*) FROM ${tableOf(spec)}${whereAll(unfinishedRowsOfGroup(spec))}`;
+  return renderStatement(
+    style,
+    'fifo.guard',
+    sql`SELECT CAST((${countUnfinished}) = (${countUnfinished} FOR UPDATE SKIP LOCKED) AS SIGNED) AS ${identifier(GROUP_GUARD_COLUMN)}`,
   );
 }
 

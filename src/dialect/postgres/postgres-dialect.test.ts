@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { DeclarationError, ServerVersionError, UnsupportedError } from '../../errors.js';
 import { createTableSpec } from '../../table/table-spec.js';
-import { DOUBLE_QUOTE_STYLE } from '../quoting.js';
+import { DOUBLE_QUOTE_STYLE, renderStatement, sql, textLiteral } from '../quoting.js';
 import {
   advisoryKeyTable,
   collapseWhitespace,
   everyRoleLeaseTable,
   everyRoleTable,
+  fifoLeaseTable,
+  fifoTable,
+  minimalFifoLeaseTable,
   minimalLeaseTable,
   minimalTable,
   reservedWordTable,
@@ -66,11 +69,18 @@ describe('postgres rowLock.claim', () => {
     });
   });
 
-  it('refuses FIFO groups and the database clock until their claims exist', () => {
-    const fifo = createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true } });
+  it('WP-11: claims only the head of a FIFO group, when due and not held, one row whatever the limit', () => {
+    expect(statementText(postgres.rowLock.claim(fifoTable.spec, fifoTable.columns))).toEqual({
+      name: 'rowLock.claim',
+      sql: `SELECT ${EVERY_ROLE_COLUMNS} FROM "email_jobs" WHERE "job_id" = (SELECT "job_id" FROM "email_jobs" WHERE "queue" = $1 AND "processed_at" IS NULL ORDER BY "priority", "retry_after", "job_id" LIMIT 1) AND "queue" = $2 AND "retry_after" <= $3 AND "processed_at" IS NULL FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'group', 'now'],
+    });
+  });
+
+  it('refuses the database clock until its claims exist', () => {
     const databaseClock = createTableSpec({ table: 'jobs', id: 'id', clock: 'database' });
-    expect(() => postgres.rowLock.claim(fifo, ['id', 'queue'])).toThrow(UnsupportedError);
     expect(() => postgres.rowLock.claim(databaseClock, ['id'])).toThrow(UnsupportedError);
+    expect(() => postgres.rowLock.claim(databaseClock, ['id'])).toThrow(/use clock: "host"/);
   });
 
   it('needs the columns found in the table', () => {
@@ -152,6 +162,66 @@ describe('postgres lease.claim', () => {
 
   it('needs a lockedUntil column', () => {
     expect(() => postgres.lease.claim(everyRoleTable.spec, everyRoleTable.columns)).toThrow(DeclarationError);
+  });
+
+  it('runs unguarded, outside a transaction, on a table without FIFO groups', () => {
+    const claim = postgres.lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns);
+    if (claim.kind !== 'single') throw new Error('expected one statement');
+    expect(claim.guarded).toBeUndefined();
+  });
+});
+
+describe('postgres FIFO lease claim', () => {
+  it('WP-11: takes the head only while no row of its group is in work, behind the guard in a read committed transaction', () => {
+    const claim = postgres.lease.claim(fifoLeaseTable.spec, fifoLeaseTable.columns);
+    if (claim.kind !== 'single' || claim.guarded === undefined) throw new Error('expected one guarded statement');
+    expect(claim.guarded.begin.map(statementText)).toEqual([
+      { name: 'session.begin', sql: 'BEGIN ISOLATION LEVEL READ COMMITTED', params: [] },
+    ]);
+    expect(statementText(claim.guarded.guard)).toEqual({
+      name: 'fifo.guard',
+      sql: `SELECT pg_try_advisory_xact_lock(hashtextextended('email_jobs:' || $1::text, 0))::int AS "owned"`,
+      params: ['group'],
+    });
+    expect(statementText(claim.statement)).toEqual({
+      name: 'lease.claim',
+      sql:
+        `WITH tablequeue_claimed AS (SELECT ${EVERY_LEASE_COLUMNS} FROM "email_jobs" WHERE "job_id" = (SELECT "job_id" FROM "email_jobs" WHERE "queue" = $1 AND "processed_at" IS NULL ORDER BY "priority", "retry_after", "job_id" LIMIT 1) AND "queue" = $2 AND "retry_after" <= $3 AND "processed_at" IS NULL AND ("locked_until" IS NULL OR "locked_until" <= $4) AND NOT EXISTS (SELECT 1 FROM "email_jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $5 AND tablequeue_work."locked_until" > $6) FOR UPDATE SKIP LOCKED), ` +
+        `tablequeue_stamp AS (UPDATE "email_jobs" AS tablequeue_row SET "locked_until" = $7, "attempt" = tablequeue_row."attempt" + 1 FROM tablequeue_claimed WHERE tablequeue_row."job_id" = tablequeue_claimed."job_id") ` +
+        `SELECT ${EVERY_LEASE_COLUMNS} FROM tablequeue_claimed ORDER BY "priority", "retry_after", "job_id"`,
+      params: ['group', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'lockedUntil'],
+    });
+  });
+
+  it('WP-11: counts every row of the group as unfinished on a table that deletes finished rows', () => {
+    const claim = postgres.lease.claim(minimalFifoLeaseTable.spec, minimalFifoLeaseTable.columns);
+    if (claim.kind !== 'single') throw new Error('expected one statement');
+    expect(statementText(claim.statement)).toEqual({
+      name: 'lease.claim',
+      sql:
+        'WITH tablequeue_claimed AS (SELECT "id", "queue", "locked_until" FROM "app"."jobs" WHERE "id" = (SELECT "id" FROM "app"."jobs" WHERE "queue" = $1 ORDER BY "id" LIMIT 1) AND "queue" = $2 AND ("locked_until" IS NULL OR "locked_until" <= $3) AND NOT EXISTS (SELECT 1 FROM "app"."jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $4 AND tablequeue_work."locked_until" > $5) FOR UPDATE SKIP LOCKED), ' +
+        'tablequeue_stamp AS (UPDATE "app"."jobs" AS tablequeue_row SET "locked_until" = $6 FROM tablequeue_claimed WHERE tablequeue_row."id" = tablequeue_claimed."id") ' +
+        'SELECT "id", "queue", "locked_until" FROM tablequeue_claimed ORDER BY "id"',
+      params: ['group', 'group', 'leaseNow', 'group', 'leaseNow', 'lockedUntil'],
+    });
+  });
+});
+
+describe('postgres fifo.guard', () => {
+  it('WP-11: keys a transaction-scoped advisory lock by the unquoted qualified table name and the group', () => {
+    expect(statementText(postgres.fifo.guard(minimalFifoLeaseTable.spec)!)).toEqual({
+      name: 'fifo.guard',
+      sql: `SELECT pg_try_advisory_xact_lock(hashtextextended('app.jobs:' || $1::text, 0))::int AS "owned"`,
+      params: ['group'],
+    });
+    expect(postgres.fifo.guard(fifoTable.spec)?.sql).toBe(
+      `SELECT pg_try_advisory_xact_lock(hashtextextended('email_jobs:' || $1::text, 0))::int AS "owned"`,
+    );
+  });
+
+  it('is undefined on a table without FIFO groups', () => {
+    expect(postgres.fifo.guard(everyRoleTable.spec)).toBeUndefined();
+    expect(postgres.fifo.guard(minimalLeaseTable.spec)).toBeUndefined();
   });
 });
 
@@ -365,6 +435,11 @@ describe('postgres quoting', () => {
   it('doubles a double quote inside a name', () => {
     expect(DOUBLE_QUOTE_STYLE.quoteIdentifier('a"b')).toBe('"a""b"');
     expect(DOUBLE_QUOTE_STYLE.quoteIdentifier('order')).toBe('"order"');
+  });
+
+  it("doubles a single quote inside a text literal and refuses a backslash", () => {
+    expect(renderStatement(DOUBLE_QUOTE_STYLE, 'literal', sql`SELECT ${textLiteral("it's")}`).sql).toBe("SELECT 'it''s'");
+    expect(() => textLiteral('a\\b')).toThrow(TypeError);
   });
 });
 

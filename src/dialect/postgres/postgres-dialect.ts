@@ -6,13 +6,14 @@ import { POSTGRES_CAPABILITIES } from '../capabilities.js';
 import {
   claimOrder,
   columnList,
+  isFifo,
   refuseUnbuiltClaims,
   requireLeaseColumn,
   rowFilter,
   skipLockedSelect,
   tableOf,
 } from '../claim-clauses.js';
-import type { DeadLetterTarget, Dialect, LeaseClaim, TableColumns } from '../dialect.js';
+import { GROUP_GUARD_COLUMN, type DeadLetterTarget, type Dialect, type LeaseClaim, type TableColumns } from '../dialect.js';
 import {
   copiedColumns,
   createLeaseSettlements,
@@ -23,8 +24,9 @@ import {
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
-import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql } from '../quoting.js';
+import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, textLiteral } from '../quoting.js';
 import { renderPostgresCreateTable } from './postgres-ddl.js';
+import { createPostgresNotifyStatements } from './postgres-notify.js';
 
 const DATABASE = 'postgres';
 const style = DOUBLE_QUOTE_STYLE;
@@ -43,12 +45,17 @@ export function createPostgresDialect(): Dialect {
     }),
     rowLock: Object.freeze(createRowLockStatements(style, DATABASE)),
     lease: Object.freeze({
-      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => ({
-        kind: 'single',
-        statement: renderLeaseClaim(spec, columns),
-      }),
+      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => {
+        const statement = renderLeaseClaim(spec, columns);
+        const guard = renderGroupGuard(spec);
+        if (guard === undefined) return { kind: 'single', statement };
+        // The advisory lock lives as long as the transaction, so claim and stamp inside one; at
+        // read committed the claim reads what was committed before the guard took the lock.
+        return { kind: 'single', statement, guarded: { begin: [renderBegin('read committed')], guard } };
+      },
       ...createLeaseSettlements(style),
     }),
+    fifo: Object.freeze({ guard: (spec: TableSpec) => renderGroupGuard(spec) }),
     settle: Object.freeze(
       createSettleStatements(style, (spec, columns, target, options) => [
         renderDeadLetterToTable(spec, columns, target, options),
@@ -69,6 +76,7 @@ export function createPostgresDialect(): Dialect {
       validatePostgresIdentifiers(spec);
       if (spec.isolation !== undefined) refuseReadUncommitted(spec.isolation, `table "${spec.qualifiedName}"`);
     },
+    notify: createPostgresNotifyStatements(),
   });
 }
 
@@ -92,6 +100,21 @@ function renderLeaseClaim(spec: TableSpec, columns: TableColumns): Statement {
     style,
     'lease.claim',
     sql`WITH tablequeue_claimed AS (${claimed}), tablequeue_stamp AS (${stamp}) SELECT ${columnList(columns)} FROM tablequeue_claimed ORDER BY ${claimOrder(spec)}`,
+  );
+}
+
+/**
+ * The FIFO group guard: a transaction-scoped advisory lock keyed by a 64-bit hash of
+ * `<schema.>table:<group>`, so it ends with the claim's transaction (row lock form: with the
+ * delivery's settlement). Two groups whose keys collide only take turns; nothing is lost.
+ */
+function renderGroupGuard(spec: TableSpec): Statement | undefined {
+  if (!isFifo(spec)) return undefined;
+  const key = sql`${textLiteral(`${spec.qualifiedName}:`)} || ${param('group')}::text`;
+  return renderStatement(
+    style,
+    'fifo.guard',
+    sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${key}, 0))::int AS ${identifier(GROUP_GUARD_COLUMN)}`,
   );
 }
 

@@ -6,6 +6,8 @@ import {
   collapseWhitespace,
   everyRoleLeaseTable,
   everyRoleTable,
+  fifoLeaseTable,
+  minimalFifoLeaseTable,
   minimalLeaseTable,
   minimalTable,
   reservedWordTable,
@@ -92,9 +94,32 @@ describe('sqlite lease.claim', () => {
     });
   });
 
-  it('refuses FIFO groups until their claim exists', () => {
-    const spec = createTableSpec({ table: 'jobs', id: 'id', group: { column: 'queue', fifo: true }, lockedUntil: 'locked_until' });
-    expect(() => sqlite.lease.claim(spec, ['id', 'queue', 'locked_until'])).toThrow(UnsupportedError);
+  it('WP-11: stamps only the head of a FIFO group, while no row of its group is in work, one row whatever the limit', () => {
+    const claim = sqlite.lease.claim(fifoLeaseTable.spec, fifoLeaseTable.columns);
+    if (claim.kind !== 'single') throw new Error('expected one statement');
+    expect(claim.guarded).toBeUndefined();
+    expect(statementText(claim.statement)).toEqual({
+      name: 'lease.claim',
+      sql: `UPDATE \`email_jobs\` SET \`locked_until\` = ?, \`attempt\` = \`attempt\` + 1 WHERE \`job_id\` IN (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`job_id\` = (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`queue\` = ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT 1) AND \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL AND (\`locked_until\` IS NULL OR \`locked_until\` <= ?) AND NOT EXISTS (SELECT 1 FROM \`email_jobs\` AS tablequeue_work WHERE tablequeue_work.\`queue\` = ? AND tablequeue_work.\`locked_until\` > ?)) RETURNING ${EVERY_LEASE_COLUMNS}`,
+      params: ['lockedUntil', 'group', 'group', 'now', 'leaseNow', 'group', 'leaseNow'],
+    });
+  });
+
+  it('WP-11: counts every row of the group as unfinished on a table that deletes finished rows', () => {
+    const claim = sqlite.lease.claim(minimalFifoLeaseTable.spec, minimalFifoLeaseTable.columns);
+    if (claim.kind !== 'single') throw new Error('expected one statement');
+    expect(statementText(claim.statement)).toEqual({
+      name: 'lease.claim',
+      sql: 'UPDATE `app`.`jobs` SET `locked_until` = ? WHERE `id` IN (SELECT `id` FROM `app`.`jobs` WHERE `id` = (SELECT `id` FROM `app`.`jobs` WHERE `queue` = ? ORDER BY `id` LIMIT 1) AND `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `app`.`jobs` AS tablequeue_work WHERE tablequeue_work.`queue` = ? AND tablequeue_work.`locked_until` > ?)) RETURNING `id`, `queue`, `locked_until`',
+      params: ['lockedUntil', 'group', 'group', 'leaseNow', 'group', 'leaseNow'],
+    });
+  });
+});
+
+describe('sqlite fifo.guard', () => {
+  it('WP-11: needs no guard: the single writer runs one claim statement at a time', () => {
+    expect(sqlite.fifo.guard(fifoLeaseTable.spec)).toBeUndefined();
+    expect(sqlite.fifo.guard(minimalFifoLeaseTable.spec)).toBeUndefined();
   });
 });
 

@@ -6,6 +6,8 @@ import {
   claimConditions,
   claimOrder,
   columnList,
+  fifoHeadConditions,
+  isFifo,
   refuseUnbuiltClaims,
   tableOf,
   whereAll,
@@ -55,6 +57,8 @@ export function createSqliteDialect(): Dialect {
       }),
       ...createLeaseSettlements(style),
     }),
+    // The single writer runs one claim at a time, and each claim is one statement: no guard.
+    fifo: Object.freeze({ guard: (): undefined => undefined }),
     settle: Object.freeze(createSettleStatements(style)),
     insert: Object.freeze({
       rows: (spec: TableSpec, columns: readonly string[], rowCount: number) =>
@@ -74,12 +78,15 @@ export function createSqliteDialect(): Dialect {
 /**
  * One statement, serialised by the single writer. RETURNING reports the rows as written, so the
  * attempt comes back already counted (capability `leaseClaimReturnsCountedAttempt`), and in no
- * particular order.
+ * particular order. On a FIFO table it takes the group's head only.
  */
 function renderLeaseClaim(spec: TableSpec, columns: TableColumns): Statement {
   refuseUnbuiltClaims(spec, DATABASE);
   const id = identifier(spec.id.column);
-  const claimable = sql`SELECT ${id} FROM ${tableOf(spec)}${whereAll(claimConditions(spec, 'lease'))} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
+  const selectIds = sql`SELECT ${id} FROM ${tableOf(spec)}`;
+  const claimable = isFifo(spec)
+    ? sql`${selectIds}${whereAll(fifoHeadConditions(spec, 'lease'))}`
+    : sql`${selectIds}${whereAll(claimConditions(spec, 'lease'))} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
   return renderStatement(
     style,
     'lease.claim',

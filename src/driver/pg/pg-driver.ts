@@ -4,15 +4,26 @@ import type { BoundStatement } from '../../statement.js';
 import { loadClientLibrary } from '../client-library.js';
 import { ConnectionLoan, LEAVE_TO_OWNER, withCallerStack } from '../connection-loan.js';
 import type { PostgresUrl } from '../database-url.js';
-import type { Connection, DatabaseKind, Driver, PoolStats, QueryResult } from '../driver.js';
+import type {
+  Connection,
+  DatabaseKind,
+  Driver,
+  NotificationClient,
+  NotificationHandlers,
+  PoolStats,
+  QueryResult,
+} from '../driver.js';
 import { PoolLedger } from '../pool-ledger.js';
 import {
   isPgClientLike,
+  type PgClientClassLike,
+  type PgClientConfigLike,
   type PgClientLike,
   type PgModuleLike,
   type PgPoolLike,
   type PgPoolOptionsLike,
   type PgQueryResultLike,
+  type PgStandaloneClientLike,
 } from './pg-like.js';
 
 export type PgDriverOptions =
@@ -29,6 +40,13 @@ const MAX_NAMED_STATEMENTS = 500;
 const CONNECTION_FAILURE = '08006';
 /** The only statement kinds `PREPARE` accepts; others (transaction control) cannot be checked unrun. */
 const PREPARABLE = /^\s*(select|insert|update|delete|merge|values|with|table)\b/i;
+/** How the notification session shows in pg_stat_activity when the settings name no application. */
+const LISTENER_APPLICATION_NAME = 'tablequeue-listener';
+/**
+ * node-postgres waits forever for a connection by default; a listener reconnecting through a
+ * network that drops packets would then never try again.
+ */
+const LISTENER_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Runs statements on a node-postgres pool. Each statement is a named prepared statement (named by
@@ -108,6 +126,33 @@ export class PgDriver implements Driver {
     const pool = this.#pool;
     this.#pool = undefined;
     if (this.ownsPool && pool !== undefined) await pool.end();
+  }
+
+  async openNotificationClient(handlers: NotificationHandlers): Promise<NotificationClient> {
+    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
+    const { Client, settings } = await this.#notificationSettings();
+    const client = new Client({
+      ...settings,
+      fallback_application_name: settings.fallback_application_name ?? LISTENER_APPLICATION_NAME,
+      connectionTimeoutMillis: settings.connectionTimeoutMillis ?? LISTENER_CONNECT_TIMEOUT_MS,
+      // The session only waits for notifications: without keepalives a vanished peer goes unnoticed.
+      keepAlive: true,
+    });
+    const session = new PgNotificationSession(client, handlers);
+    try {
+      await session.connect();
+    } catch (error) {
+      throw this.#connectionError(error);
+    }
+    return session;
+  }
+
+  async #notificationSettings(): Promise<{ Client: PgClientClassLike; settings: PgClientConfigLike }> {
+    const options = this.#options;
+    const loadPg = () => loadClientLibrary<PgModuleLike>('pg', () => import('pg'));
+    if ('url' in options) return { Client: (await loadPg()).Client, settings: { connectionString: options.url.connectionString } };
+    // A pg.Pool keeps the Client class it was built with: the service's own copy of pg.
+    return { Client: options.pool.Client ?? (await loadPg()).Client, settings: options.pool.options ?? {} };
   }
 
   async #openPool(options: { readonly url: PostgresUrl; readonly poolSize: number }): Promise<PgPoolLike> {
@@ -204,6 +249,53 @@ class PgConnection implements Connection {
 
   destroy(): void {
     this.#loan.destroy();
+  }
+}
+
+/** The listener's session: a `pg.Client` of its own that reports notifications and its loss. */
+class PgNotificationSession implements NotificationClient {
+  readonly #client: PgStandaloneClientLike;
+  #state: 'connecting' | 'connected' | 'closed' = 'connecting';
+  #lastError: Error | undefined;
+
+  constructor(client: PgStandaloneClientLike, handlers: NotificationHandlers) {
+    this.#client = client;
+    client.on('notification', (message) => handlers.onNotification(message.channel, message.payload ?? ''));
+    // Without a listener, an 'error' from a session the server ended would crash the process.
+    client.on('error', (error) => {
+      this.#lastError = error;
+    });
+    client.on('end', () => {
+      const wasConnected = this.#state === 'connected';
+      this.#state = 'closed';
+      if (wasConnected) handlers.onLost(this.#lastError);
+    });
+  }
+
+  async connect(): Promise<void> {
+    try {
+      await this.#client.connect();
+    } catch (error) {
+      this.#state = 'closed';
+      await this.#client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.#state === 'connecting') this.#state = 'connected';
+  }
+
+  async execute(statement: BoundStatement): Promise<void> {
+    const { sql: text, values } = statement;
+    try {
+      await this.#client.query(values.length === 0 ? { text } : { text, values: values.map(encodeValue) });
+    } catch (error) {
+      throw describeFailure(error, statement.name);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    await this.#client.end().catch(() => undefined);
   }
 }
 

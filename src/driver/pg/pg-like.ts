@@ -32,7 +32,33 @@ export interface PgPoolOptionsLike {
   readonly host?: string;
   readonly port?: number;
   readonly connectionString?: string;
+  readonly connectionTimeoutMillis?: number;
+  /** The name pg_stat_activity shows when neither the settings nor the URL give one. */
+  readonly fallback_application_name?: string;
 }
+
+/** What `pg.Client` takes. A pool's options are the same settings, so they pass on whole. */
+export interface PgClientConfigLike extends PgPoolOptionsLike {
+  readonly keepAlive?: boolean;
+}
+
+/** A `NOTIFY` as node-postgres reports it. */
+export interface PgNotificationLike {
+  readonly channel: string;
+  readonly payload?: string;
+}
+
+/** A `pg.Client` of our own: one session, connected and ended here, never from a pool. */
+export interface PgStandaloneClientLike {
+  connect(): Promise<void>;
+  query(config: PgQueryConfigLike): Promise<PgQueryResultLike>;
+  end(): Promise<void>;
+  on(event: 'notification', listener: (message: PgNotificationLike) => void): unknown;
+  on(event: 'error', listener: PgErrorListener): unknown;
+  on(event: 'end', listener: () => void): unknown;
+}
+
+export type PgClientClassLike = new (config: PgClientConfigLike) => PgStandaloneClientLike;
 
 export interface PgPoolLike {
   connect(): Promise<PgClientLike>;
@@ -42,6 +68,8 @@ export interface PgPoolLike {
   readonly idleCount: number;
   readonly waitingCount: number;
   readonly options?: PgPoolOptionsLike;
+  /** The client class the pool was built with (pg-pool keeps it): the service's own copy of pg. */
+  readonly Client?: PgClientClassLike;
 }
 
 export interface PgPoolConfigLike {
@@ -51,6 +79,7 @@ export interface PgPoolConfigLike {
 
 export interface PgModuleLike {
   readonly Pool: new (config: PgPoolConfigLike) => PgPoolLike;
+  readonly Client: PgClientClassLike;
 }
 
 /** A `pg.Pool`: it lends clients (`connect`) and counts them (`totalCount`). */
