@@ -7,7 +7,7 @@ import { fifoSuite } from './suites/fifo.suite.js';
 import { hostileInputSuite } from './suites/hostile-input.suite.js';
 import { leaseSuite } from './suites/lease.suite.js';
 import { listenSuite } from './suites/listen.suite.js';
-import { partitioningSuite } from './suites/partitioning.suite.js';
+import { keyedReplicasSuite, partitioningSuite } from './suites/partitioning.suite.js';
 import { processSuite } from './suites/process.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
 import { rowModeSuite } from './suites/row-mode.suite.js';
@@ -48,6 +48,7 @@ export function runConformance(stand: Stand): Promise<void> {
       serviceSuite(context);
       fifoSuite(context);
       partitioningSuite(context);
+      keyedReplicasSuite(context);
       rowModeSuite(context);
       hostileInputSuite(context);
     });

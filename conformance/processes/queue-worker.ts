@@ -5,7 +5,8 @@
  *
  * Modes: `record` inserts each message id into the effects table and acks; `hang` never
  * returns from the handler (the parent kills the process); `sequence` inserts a `start` and then
- * an `end` row of (group, payload, phase) around each handler, for ordering and overlap checks.
+ * an `end` row of (group, payload, phase) around each handler, for ordering and overlap checks;
+ * `keyed` reads with keyed lanes (`workersByKey`) and inserts (partition key, payload, process id).
  */
 import { Broker, defineTable, type TableDeclaration } from '../../src/index.js';
 
@@ -16,7 +17,7 @@ interface WorkerConfig {
   /** Every queue to read, each with `workers`; defaults to `[queue]`. */
   queues?: string[];
   workers: number;
-  mode: 'record' | 'hang' | 'sequence';
+  mode: 'record' | 'hang' | 'sequence' | 'keyed';
   /**
    * The insert into the effects table: one placeholder for the message id, or in `sequence`
    * mode three, for the group, the payload and the phase.
@@ -41,6 +42,10 @@ for (const queue of config.queues ?? [config.queue]) {
     async (message, context) => {
       process.stdout.write(`handling ${message.id}\n`);
       if (config.mode === 'hang') await new Promise(() => undefined);
+      if (config.mode === 'keyed') {
+        await context.query(config.recordSql, [message.partitionKey, message.payload, process.pid]);
+        return;
+      }
       if (config.mode === 'sequence') {
         await context.query(config.recordSql, [message.group, message.payload, 'start']);
         await context.query(config.recordSql, [message.group, message.payload, 'end']);
@@ -48,7 +53,7 @@ for (const queue of config.queues ?? [config.queue]) {
       }
       await context.query(config.recordSql, [message.id]);
     },
-    { workers: config.workers },
+    config.mode === 'keyed' ? { workersByKey: config.workers } : { workers: config.workers },
   );
 }
 await broker.start();

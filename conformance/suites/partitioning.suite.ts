@@ -11,6 +11,7 @@ import {
   jobsTable,
   type FormUnderTest,
 } from '../fixtures.js';
+import { spawnWorker } from '../processes/spawn-worker.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 /** A queue table with a partition key column, for keyed lanes and single-claim rules. */
@@ -416,5 +417,64 @@ async function waitForEmptyEffects(context: SuiteContext, count: number): Promis
   while ((await countRows(context.db, 'effects')) < count || (await countRows(context.db, 'jobs')) > 0) {
     if (Date.now() > deadline) throw new Error(`expected ${count} effects and an empty queue`);
     await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** An effects table whose rows keep the order they were written in. */
+function orderedEffectsTable(context: SuiteContext): string {
+  const seq =
+    context.stand.kind === 'postgres'
+      ? 'seq BIGSERIAL PRIMARY KEY'
+      : context.stand.kind === 'mysql'
+        ? 'seq BIGINT AUTO_INCREMENT PRIMARY KEY'
+        : 'seq INTEGER PRIMARY KEY AUTOINCREMENT';
+  return `CREATE TABLE effects (${seq}, customer VARCHAR(64), n INTEGER NOT NULL, pid INTEGER NOT NULL)`;
+}
+
+/** WP-10 across three replica processes: each process runs the rows of a key in claim order. */
+export function keyedReplicasSuite(context: SuiteContext): void {
+  const { stand } = context;
+  if (!stand.capabilities.supportsProcesses) return;
+  for (const form of formsOf(stand)) {
+    it(`WP-10: three replica processes with keyed lanes each keep per-key order (${form})`, async () => {
+      const table = keyedTable(form);
+      await createTable(stand, context.db, table);
+      await context.db.exec(orderedEffectsTable(context));
+      const keys = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5'];
+      const perKey = 50;
+      const publisher = createBroker(context.db, context.brokers);
+      await publisher.start();
+      await publisher.publishMany(
+        table.queue('emails'),
+        Array.from({ length: keys.length * perKey }, (_, index) => ({
+          payload: Math.floor(index / keys.length),
+          partitionKey: keys[index % keys.length]!,
+        })),
+      );
+      const marks = stand.kind === 'postgres' ? '$1, $2, $3' : '?, ?, ?';
+      const config = {
+        database: context.db.url,
+        table: { ...jobsDeclaration({ form }), partitionKey: 'customer' },
+        queue: 'emails',
+        workers: 3,
+        mode: 'keyed',
+        recordSql: `INSERT INTO effects (customer, n, pid) VALUES (${marks})`,
+      };
+      const replicas = [spawnWorker(config), spawnWorker(config), spawnWorker(config)];
+      await Promise.all(replicas.map((replica) => replica.ready));
+      await waitForEmptyEffects(context, keys.length * perKey);
+      for (const replica of replicas) replica.child.kill('SIGTERM');
+      await Promise.all(replicas.map((replica) => replica.exited));
+      const rows = await context.db.query<{ customer: string; n: unknown; pid: unknown }>(
+        'SELECT customer, n, pid FROM effects ORDER BY seq',
+      );
+      expect(rows).toHaveLength(keys.length * perKey);
+      const byProcessAndKey = new Map<string, number[]>();
+      for (const row of rows) {
+        const key = `${String(row.pid)}/${row.customer}`;
+        byProcessAndKey.set(key, [...(byProcessAndKey.get(key) ?? []), Number(row.n)]);
+      }
+      for (const sequence of byProcessAndKey.values()) expect(sequence).toEqual([...sequence].sort((a, b) => a - b));
+    });
   }
 }
