@@ -302,6 +302,21 @@ export function partitioningSuite(context: SuiteContext): void {
 
   if (isSingleWriter) {
     describe('SQLite lease claims', () => {
+      it('WP-2: a pool of one (the SQLite handle) is a budget of one', async () => {
+        const table = jobsTable({ form: 'lease' });
+        await createTable(stand, context.db, table);
+        await publishRows(context, table, 200);
+        const broker = createBroker(context.db, context.brokers);
+        const handled = new Collector<string>();
+        broker.subscribe(table.queue('emails'), (message) => void handled.push(message.id), { workers: 8 });
+        await broker.start();
+        await handled.waitFor(200, 60_000);
+        await broker.stop();
+        const stats = broker.stats();
+        expect(stats.pool.size).toBe(1);
+        expect(stats.subscriptions[0]!.maxConnectionsHeld).toBe(1);
+      });
+
       it('WP-8: one claim takes a row for every worker', async () => {
         const table = jobsTable({ form: 'lease' });
         await createTable(stand, context.db, table);
