@@ -3,6 +3,7 @@ import type { Broker } from '../src/index.js';
 import { stopAll } from './fixtures.js';
 import { requireLive } from './require-live.js';
 import type { Stand, TestDatabase } from './stand.js';
+import { cliSuite } from './suites/cli.suite.js';
 import { fifoSuite } from './suites/fifo.suite.js';
 import { hostileInputSuite } from './suites/hostile-input.suite.js';
 import { leaseSuite } from './suites/lease.suite.js';
@@ -49,6 +50,7 @@ export function runConformance(stand: Stand): Promise<void> {
       fifoSuite(context);
       partitioningSuite(context);
       keyedReplicasSuite(context);
+      cliSuite(context);
       rowModeSuite(context);
       hostileInputSuite(context);
     });

@@ -1,0 +1,62 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { Broker, defineTable } from '../../src/index.js';
+import { Collector } from '../fixtures.js';
+import type { SuiteContext } from '../run-conformance.js';
+
+const CLI = fileURLToPath(new URL('../../src/cli/cli.ts', import.meta.url));
+
+/** Runs the `tablequeue` command in a process of its own, as a script would. */
+function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The `tablequeue` command line against each database. */
+export function cliSuite(context: SuiteContext): void {
+  const { stand } = context;
+  if (context.stand.name === 'sqlite-memory') return;
+  describe('tablequeue init', () => {
+    it('creates a table a broker can use, and --print shows the SQL instead', async () => {
+      const url = context.db.url!;
+      const printed = await runCli(['init', '--database', url, '--table', 'cli_jobs', '--lease', '--print']);
+      expect(printed.code).toBe(0);
+      expect(printed.stdout).toMatch(/CREATE TABLE/);
+
+      const created = await runCli(['init', '--database', url, '--table', 'cli_jobs', '--lease']);
+      expect(created.stderr).toBe('');
+      expect(created.code).toBe(0);
+      const table = defineTable({
+        table: 'cli_jobs',
+        id: 'id',
+        group: 'queue',
+        priority: 'priority',
+        retryAfter: 'retry_after',
+        attempt: 'attempt',
+        lockedUntil: 'locked_until',
+        headers: 'headers',
+        payload: 'payload',
+      });
+      const broker = new Broker({ database: url, pollIntervalMs: 50 });
+      const seen = new Collector<unknown>();
+      broker.subscribe(table.queue('q'), (message) => void seen.push(message.payload));
+      await broker.start();
+      await broker.publish(table.queue('q'), { made: 'by init' });
+      await seen.waitFor(1);
+      await broker.stop();
+      expect(seen.items).toEqual([{ made: 'by init' }]);
+    });
+
+    if (stand.kind === 'sqlite') {
+      it('refuses a row-lock table on SQLite with exit code 1 and says to add the lease', async () => {
+        const rowLock = await runCli(['init', '--database', context.db.url!, '--table', 'jobs']);
+        expect(rowLock.code).toBe(1);
+        expect(rowLock.stderr).toMatch(/lockedUntil/);
+      });
+    }
+  });
+}

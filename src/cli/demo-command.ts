@@ -1,0 +1,33 @@
+import { parseArgs } from 'node:util';
+import { runDemo } from './demo.js';
+import { positiveInteger } from './usage-error.js';
+
+const DEMO_USAGE = `usage: tablequeue demo [--file PATH] [--messages N] [--workers N]
+
+  --file PATH      the SQLite queue file to create (default: a new file in the system's temp folder)
+  --messages N     messages to publish (default 20000)
+  --workers N      workers draining them (default 8)`;
+
+export async function runDemoCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      file: { type: 'string' },
+      messages: { type: 'string' },
+      workers: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(DEMO_USAGE);
+    return 0;
+  }
+  await runDemo({
+    file: values.file,
+    messages: positiveInteger(values.messages ?? '20000', '--messages'),
+    workers: positiveInteger(values.workers ?? '8', '--workers'),
+    output: process.stdout,
+  });
+  return 0;
+}
