@@ -4,6 +4,7 @@ import { stopAll } from './fixtures.js';
 import { requireLive } from './require-live.js';
 import type { Stand, TestDatabase } from './stand.js';
 import { cliSuite } from './suites/cli.suite.js';
+import { advisorySuite } from './suites/advisory.suite.js';
 import { fifoSuite } from './suites/fifo.suite.js';
 import { hostileInputSuite } from './suites/hostile-input.suite.js';
 import { leaseSuite } from './suites/lease.suite.js';
@@ -15,6 +16,7 @@ import { rowModeSuite } from './suites/row-mode.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
+import { transactionalSuite } from './suites/transactional.suite.js';
 import { wakeSuite } from './suites/wake.suite.js';
 
 /** What every suite gets: the stand, this test's own database, and the brokers to stop after it. */
@@ -52,6 +54,8 @@ export function runConformance(stand: Stand): Promise<void> {
       keyedReplicasSuite(context);
       cliSuite(context);
       rowModeSuite(context);
+      advisorySuite(context);
+      transactionalSuite(context);
       hostileInputSuite(context);
     });
   });

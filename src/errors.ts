@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'CONNECTION_BUDGET'
   | 'ALREADY_SUBSCRIBED'
   | 'LEASE_LOST'
+  | 'BATCH_ROLLED_BACK'
+  | 'TRANSACTION_ENDED'
   | 'STATEMENT'
   | 'CONNECTION'
   | 'CLOSED'
@@ -97,6 +99,41 @@ export class LeaseLostError extends QueueError {
     );
     this.id = details.id;
     this.subscription = details.subscription;
+  }
+}
+
+/**
+ * Row lock form: another settlement of the same batch failed, so the batch's one transaction
+ * rolled back and this row's settlement never took effect. The row returns to the queue as it
+ * was before the claim; nothing needs undoing.
+ */
+export class BatchRolledBackError extends QueueError {
+  readonly id: string;
+  readonly subscription: string;
+
+  constructor(details: { id: string; subscription: string; cause: unknown }) {
+    super(
+      'BATCH_ROLLED_BACK',
+      `the settlement of row ${details.id} of subscription "${details.subscription}" was rolled back with its batch, ` +
+        'because another settlement of the batch failed (see the cause); the rows return to the queue unchanged',
+      { cause: details.cause },
+    );
+    this.id = details.id;
+    this.subscription = details.subscription;
+  }
+}
+
+/** `context.tx` was used after its delivery's handler returned, when its transaction had ended. */
+export class TransactionEndedError extends QueueError {
+  readonly id: string;
+
+  constructor(details: { id: string }) {
+    super(
+      'TRANSACTION_ENDED',
+      `context.tx of message ${details.id} was used after its handler returned, when the transaction had ended; ` +
+        'await every query on context.tx before the handler returns',
+    );
+    this.id = details.id;
   }
 }
 

@@ -1,10 +1,12 @@
 export { Broker } from './broker/broker.js';
 export type { BrokerEvents, BrokerStats } from './broker/broker.js';
 export type { BrokerOptions, Logger } from './broker/broker-options.js';
+export type { ListenerStats } from './broker/notify-listener.js';
 export { defineTable, Queue, QueueTable } from './definition/define-table.js';
 export type { DdlDialectName } from './definition/define-table.js';
 export { Outcome } from './delivery/outcome.js';
 export type { Message } from './delivery/message.js';
+export type { HandlerTransaction } from './delivery/delivery-transaction.js';
 export type { StandardSchemaV1 } from './delivery/standard-schema.js';
 export type { PublishItem, PublishOptions } from './publish/publish-options.js';
 export type {
@@ -28,6 +30,7 @@ export type {
 } from './table/table-spec.js';
 export {
   AlreadySubscribedError,
+  BatchRolledBackError,
   ClosedError,
   ConnectionBudgetError,
   ConnectionError,
@@ -40,6 +43,7 @@ export {
   SchemaError,
   ServerVersionError,
   StatementError,
+  TransactionEndedError,
   UnsupportedError,
 } from './errors.js';
 export type { ErrorCode } from './errors.js';

@@ -16,7 +16,9 @@ export interface Statement {
  * - `lockedUntil`: the new lease expiry written by a claim or renewal; `held`: the lease token
  *   the caller holds (the expiry it wrote).
  * - `retryAfterAt`: when a delayed row becomes due. `destination`: a dead-letter group.
+ * - `delayMicroseconds`: a delay the database adds to its own now (tables with `clock: 'database'`).
  * - `channel`: a Postgres notification channel (see `NotifyStatements`).
+ * - `key`: an advisory lock key as the candidate select rendered it (see `AdvisoryStatements`).
  */
 export type ParamName =
   | 'id'
@@ -27,8 +29,10 @@ export type ParamName =
   | 'lockedUntil'
   | 'held'
   | 'retryAfterAt'
+  | 'delayMicroseconds'
   | 'destination'
   | 'channel'
+  | 'key'
   | `column:${string}`;
 
 /** A statement with its values, ready for a driver. */

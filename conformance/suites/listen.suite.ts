@@ -204,7 +204,6 @@ export function listenSuite(context: SuiteContext): void {
         await waitUntil(() => totalClaims(broker) >= first.claims + IDLE_SUBSCRIPTIONS * 4, 20_000, 'four more polls of each subscription');
         const last = await quietSnapshot(context.db, broker);
         const bound = IDLE_SUBSCRIPTIONS * (Math.ceil((last.at - first.at) / IDLE_POLL_MS) + 1);
-        console.log("QUIET", first, last, bound);
         expect(last.claims - first.claims).toBeLessThanOrEqual(bound);
         // One claim statement is one scan of the table (through the claim-order index).
         expect(last.scans - first.scans).toBeGreaterThanOrEqual(IDLE_SUBSCRIPTIONS * 3);

@@ -188,7 +188,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
 
   /**
    * Stops claims, lets handlers in work finish (up to `timeoutMs`, then aborts their signal),
-   * hands back rows waiting in subscriptions, and closes the pool when the broker opened it.
+   * hands back rows waiting in subscriptions, ends the LISTEN session, and closes the pool when
+   * the broker opened it.
    */
   stop(options: { timeoutMs?: number } = {}): Promise<void> {
     if (this.#state === 'new') {

@@ -1,3 +1,4 @@
+import type { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { DeadLetterTarget } from '../dialect/dialect.js';
 import type { Statement } from '../statement.js';
 
@@ -12,15 +13,35 @@ export interface ClaimedRow {
   readonly attempt: number;
 }
 
-/** What to do with a row once its handler is done, in the terms of the table. */
+/**
+ * What to do with a row once its handler is done, in the terms of the table. A delayed retry
+ * carries the instant on the host clock (`at`) and the delay itself, which a database-clock
+ * table adds to the database's now instead.
+ */
 export type Settlement =
-  | { readonly kind: 'finish' }
+  | {
+      readonly kind: 'finish';
+      /** Transactional mode: true for an ack, whose handler writes commit with the finish. */
+      readonly commitsHandlerWrites?: boolean;
+    }
   | { readonly kind: 'retry' }
-  | { readonly kind: 'retryAfter'; readonly at: Date }
+  | { readonly kind: 'retryAfter'; readonly at: Date; readonly delayMs: number }
   | { readonly kind: 'deadLetter'; readonly target: DeadLetterTarget };
+
+/** Whether a settlement keeps what a transactional handler wrote: only an ack does. */
+export function commitsHandlerWrites(settlement: Settlement): boolean {
+  return settlement.kind === 'finish' && settlement.commitsHandlerWrites === true;
+}
 
 /** A claimed row and the means to settle it, fenced by whatever the form holds. */
 export interface HeldRow extends ClaimedRow {
+  /**
+   * Transactional mode (`FormContext.transactional`): the delivery's transaction, open from the
+   * claim until the settlement, lent to the handler as `context.tx`. A settlement that commits
+   * the handler's writes (`commitsHandlerWrites`) commits them with it; any other settlement, and
+   * a hand back, rolls them back first. Undefined otherwise.
+   */
+  readonly transaction?: DeliveryTransaction;
   /** Settles the row; throws `LeaseLostError` or `StatementError` and changes nothing then. */
   settle(settlement: Settlement): Promise<void>;
   /** Returns the row to the queue unhandled and without spending an attempt where the form allows. */

@@ -15,4 +15,9 @@ export interface FormContext {
   readonly deadLetter: DeadLetterTarget | undefined;
   /** Names the subscription in errors. */
   readonly subscription: string;
+  /**
+   * Transactional mode: each claimed row comes with its delivery's transaction (`HeldRow.transaction`),
+   * one row per claim, and every delivery holds a connection until it settles (WP-5).
+   */
+  readonly transactional: boolean;
 }

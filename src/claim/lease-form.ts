@@ -2,9 +2,10 @@ import { GROUP_GUARD_COLUMN, type LeaseClaim } from '../dialect/dialect.js';
 import type { Connection } from '../driver/driver.js';
 import { LeaseLostError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
-import type { ClaimForm, HeldRow, Settlement } from './claim-form.js';
+import { commitsHandlerWrites, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
 import type { FormContext } from './form-context.js';
 import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
+import { LeaseDeliveryTransaction } from './lease-delivery-transaction.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { readClaimedRow } from './row-values.js';
 
@@ -23,15 +24,25 @@ interface LeaseStatementSet {
   readonly release: Statement;
   readonly settlements: Readonly<Record<Settlement['kind'], Statement[]>>;
   readonly begin: Statement[];
+  /** Transactional mode: a delivery's transaction, at the table's isolation level or begin mode. */
+  readonly beginDelivery: Statement[];
+  /** Transactional mode: the token checked, and the row locked, inside the delivery's transaction. */
+  readonly confirm: Statement;
 }
 
 /**
  * Lease form: a claim stamps `locked_until` (the ownership token) and commits at once, so a
  * delivery in work holds no connection. Every settlement names the token; a settlement that
  * changes no row means the lease expired and another claim took the row (`LeaseLostError`).
+ *
+ * Transactional mode: the claim's connection stays with the delivery, which opens a transaction
+ * of its own on it once the claim committed. An ack confirms the token inside that transaction
+ * before it finishes the row and commits, so the handler's writes commit only while the lease
+ * holds; every other settlement rolls them back and then settles as usual.
  */
 export class LeaseForm implements ClaimForm {
-  readonly holdsConnection = false;
+  /** Transactional deliveries hold their connection through the handler (WP-5). */
+  readonly holdsConnection: boolean;
   readonly #context: FormContext;
   readonly #options: LeaseFormOptions;
   readonly #statements: LeaseStatementSet;
@@ -41,6 +52,7 @@ export class LeaseForm implements ClaimForm {
   constructor(context: FormContext, options: LeaseFormOptions) {
     this.#context = context;
     this.#options = options;
+    this.holdsConnection = context.transactional;
     this.#statements = renderLeaseStatements(context);
     this.#keeper = new LeaseKeeper({
       driver: context.driver,
@@ -56,12 +68,13 @@ export class LeaseForm implements ClaimForm {
 
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
-    const { claim, extend, release, settlements } = this.#statements;
+    const { claim, extend, release, confirm, settlements } = this.#statements;
     const claims =
       claim.kind === 'single'
         ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
         : [...(claim.guard ? [claim.guard] : []), claim.select, claim.stamp];
-    return [...claims, extend, release, ...Object.values(settlements).flat()];
+    const transactional = this.#context.transactional ? [confirm] : [];
+    return [...claims, extend, release, ...transactional, ...Object.values(settlements).flat()];
   }
 
   /** Rows held right now (claimed, not yet settled or handed back). */
@@ -70,9 +83,10 @@ export class LeaseForm implements ClaimForm {
   }
 
   async claim(limit: number, now: Date): Promise<HeldRow[]> {
-    const { driver, dialect, spec, group } = this.#context;
+    const { driver, dialect, spec, group, transactional } = this.#context;
     const lockedUntil = leaseExpiry(now, this.#options.leaseMs);
-    const values: ParamValues = { group, now, leaseNow: now, limit, lockedUntil };
+    // Transactional mode is for single deliveries: each holds the connection its claim ran on.
+    const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
     const claim = this.#statements.claim;
     const connection = await driver.acquire();
     let rows: Record<string, unknown>[];
@@ -81,32 +95,57 @@ export class LeaseForm implements ClaimForm {
         claim.kind === 'single'
           ? await this.#single(connection, claim, values)
           : await this.#selectThenStamp(connection, claim, values);
-      connection.release();
     } catch (error) {
       connection.destroy();
       throw error;
     }
     const attemptIsCounted = dialect.capabilities.leaseClaimReturnsCountedAttempt;
-    return rows.map((row) => {
-      const claimed = readClaimedRow(spec, row, attemptIsCounted);
-      const slot = new LeaseSlot(claimed.id, claimed.idValue, lockedUntil);
-      this.#book.add(slot);
-      let isDone = false;
-      const once = (run: () => Promise<void>) => {
-        if (isDone) return Promise.reject(new TypeError(`row ${claimed.id} was already settled`));
-        isDone = true;
-        return run();
-      };
-      return {
-        ...claimed,
-        settle: (settlement) => once(() => this.#settle(slot, settlement)),
-        handBack: () => once(() => this.#settle(slot, { kind: 'retry' })),
-      };
-    });
+    const claimed = rows.map((row) => readClaimedRow(spec, row, attemptIsCounted));
+    const first = claimed[0];
+    if (!transactional || first === undefined) {
+      connection.release();
+      return claimed.map((row) => this.#hold(row, lockedUntil, undefined));
+    }
+    return [await this.#holdInTransaction(first, lockedUntil, connection)];
   }
 
   close(): void {
     this.#keeper.close();
+  }
+
+  #hold(claimed: ClaimedRow, lockedUntil: Date, delivery: LeaseDeliveryTransaction | undefined): HeldRow {
+    const slot = new LeaseSlot(claimed.id, claimed.idValue, lockedUntil);
+    this.#book.add(slot);
+    let isDone = false;
+    const once = (run: () => Promise<void>) => {
+      if (isDone) return Promise.reject(new TypeError(`row ${claimed.id} was already settled`));
+      isDone = true;
+      return run();
+    };
+    return {
+      ...claimed,
+      transaction: delivery?.lent,
+      settle: (settlement) => once(() => this.#settle(slot, settlement, delivery)),
+      handBack: () => once(() => this.#settle(slot, { kind: 'retry' }, delivery)),
+    };
+  }
+
+  /**
+   * Opens the delivery's transaction on the connection the claim committed on. When it cannot
+   * be opened, the lease is released at once rather than left to expire, and the claim fails.
+   */
+  async #holdInTransaction(claimed: ClaimedRow, lockedUntil: Date, connection: Connection): Promise<HeldRow> {
+    try {
+      for (const statement of this.#statements.beginDelivery) await connection.execute(bindStatement(statement, {}));
+    } catch (error) {
+      connection.destroy();
+      await this.#hold(claimed, lockedUntil, undefined)
+        .handBack()
+        .catch(() => undefined);
+      throw error;
+    }
+    const delivery = new LeaseDeliveryTransaction(connection, claimed.id, this.#statements.rollback);
+    return this.#hold(claimed, lockedUntil, delivery);
   }
 
   /** Postgres and SQLite: one statement; on a guarded FIFO claim, inside its own transaction. */
@@ -153,30 +192,57 @@ export class LeaseForm implements ClaimForm {
     return false;
   }
 
-  async #settle(slot: LeaseSlot, settlement: Settlement): Promise<void> {
+  /**
+   * Transactional mode: a settlement other than an ack rolls the handler's writes back first and
+   * then settles as without it; an ack settles inside the delivery's transaction.
+   */
+  async #settle(slot: LeaseSlot, settlement: Settlement, delivery: LeaseDeliveryTransaction | undefined): Promise<void> {
     try {
+      delivery?.lent.endLoan();
+      if (delivery !== undefined && !commitsHandlerWrites(settlement)) await delivery.rollBack();
       while (slot.extension) await slot.extension;
       if (slot.isLost) throw this.#lost(slot);
       slot.isSettling = true;
       const statements = this.#statements.settlements[settlement.kind];
       for (const held of slot.candidateTokens()) {
-        if (await this.#runFenced(statements, slot, held, settlement)) return;
+        const values = settlementValues(slot, held, settlement);
+        const isSettled = delivery?.isOpen
+          ? await this.#runInDeliveryTransaction(delivery, statements, values)
+          : await this.#runFenced(statements, values);
+        if (isSettled) return;
       }
       throw this.#lost(slot);
     } finally {
+      // A lost lease or a failed statement: nothing the handler wrote may commit.
+      await delivery?.rollBack();
       this.#book.remove(slot);
     }
   }
 
-  /** Runs a settlement under one token; false when no row carried that token. */
-  async #runFenced(statements: Statement[], slot: LeaseSlot, held: Date, settlement: Settlement): Promise<boolean> {
-    const values: ParamValues = {
-      id: slot.idValue,
-      held,
-      now: new Date(),
-      retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
-      destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
-    };
+  /**
+   * Confirms the token inside the delivery's transaction, which also locks the row against
+   * renewals and claims, then settles and commits there; false when no row carried the token.
+   */
+  async #runInDeliveryTransaction(
+    delivery: LeaseDeliveryTransaction,
+    statements: Statement[],
+    values: ParamValues,
+  ): Promise<boolean> {
+    const { connection } = delivery;
+    try {
+      if ((await connection.execute(bindStatement(this.#statements.confirm, values))).affectedRows === 0) return false;
+      for (const statement of statements) await connection.execute(bindStatement(statement, values));
+      await connection.execute(bindStatement(this.#statements.commit, {}));
+    } catch (error) {
+      delivery.destroy();
+      throw error;
+    }
+    delivery.committed();
+    return true;
+  }
+
+  /** Runs a settlement under one token on a connection of its own; false when no row carried that token. */
+  async #runFenced(statements: Statement[], values: ParamValues): Promise<boolean> {
     const connection = await this.#context.driver.acquire();
     try {
       if (statements.length === 1) {
@@ -212,12 +278,25 @@ export class LeaseForm implements ClaimForm {
   }
 }
 
+/** The values of one settlement under the token `held`. */
+function settlementValues(slot: LeaseSlot, held: Date, settlement: Settlement): ParamValues {
+  return {
+    id: slot.idValue,
+    held,
+    now: new Date(),
+    retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
+    destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
+  };
+}
+
 function renderLeaseStatements(context: FormContext): LeaseStatementSet {
   const { dialect, spec, columns, deadLetter } = context;
   const release = dialect.lease.release(spec);
   return {
     claim: dialect.lease.claim(spec, columns),
     begin: dialect.session.begin({ sqliteBegin: 'immediate' }),
+    beginDelivery: dialect.session.begin({ isolation: spec.isolation, sqliteBegin: spec.sqliteBegin }),
+    confirm: dialect.lease.confirm(spec),
     commit: dialect.session.commit(),
     rollback: dialect.session.rollback(),
     extend: dialect.lease.extend(spec),

@@ -12,6 +12,7 @@ export const POSTGRES_CAPABILITIES: DialectCapabilities = Object.freeze({
   // READ UNCOMMITTED is accepted by Postgres but runs as READ COMMITTED: not offered.
   isolationLevels: Object.freeze(['read committed', 'repeatable read', 'serializable'] as const),
   supportsListenNotify: true,
+  supportsSessionLocks: true,
 });
 
 /** MySQL and MariaDB share one dialect; MariaDB adds `DELETE … RETURNING` and `INSERT … RETURNING`. */
@@ -26,6 +27,7 @@ export function mysqlCapabilities(options: { mariadb: boolean }): DialectCapabil
     leaseClaimReturnsCountedAttempt: false,
     isolationLevels: Object.freeze(['read uncommitted', 'read committed', 'repeatable read', 'serializable'] as const),
     supportsListenNotify: false,
+    supportsSessionLocks: true,
   });
 }
 
@@ -41,4 +43,6 @@ export const SQLITE_CAPABILITIES: DialectCapabilities = Object.freeze({
   // SQLite transactions are serializable; the begin mode (sqliteBegin) is the only choice.
   isolationLevels: Object.freeze([] as const),
   supportsListenNotify: false,
+  // Advisory keys live in a registry inside the process (src/claim/in-process-lock-registry.ts).
+  supportsSessionLocks: false,
 });

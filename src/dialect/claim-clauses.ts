@@ -1,5 +1,6 @@
 import { DeclarationError, UnsupportedError } from '../errors.js';
 import type { ClaimFormName, TableSpec } from '../table/table-spec.js';
+import { nowOf } from './database-clock.js';
 import type { TableColumns } from './dialect.js';
 import { identifier, joinSql, param, qualifiedName, sql, type SqlText } from './quoting.js';
 
@@ -18,12 +19,13 @@ export function columnList(columns: TableColumns): SqlText {
 
 /**
  * What makes a row claimable, one condition per role the table has: its group, due
- * (`retry_after <= now`), unfinished, and in the lease form not leased by a live holder.
+ * (`retry_after <= now`, the database's own now on a database-clock table), unfinished, and in
+ * the lease form not leased by a live holder.
  */
-export function claimConditions(spec: TableSpec, form: Exclude<ClaimFormName, 'advisory'>): SqlText[] {
+export function claimConditions(spec: TableSpec, form: ClaimFormName): SqlText[] {
   const conditions: SqlText[] = [];
   if (spec.group !== undefined) conditions.push(sql`${identifier(spec.group.column)} = ${param('group')}`);
-  if (spec.retryAfter !== undefined) conditions.push(sql`${identifier(spec.retryAfter)} <= ${param('now')}`);
+  if (spec.retryAfter !== undefined) conditions.push(sql`${identifier(spec.retryAfter)} <= ${nowOf(spec)}`);
   if (spec.processedAt !== undefined) conditions.push(sql`${identifier(spec.processedAt)} IS NULL`);
   if (form === 'lease') conditions.push(leaseIsFree(spec));
   return conditions;
@@ -112,18 +114,23 @@ export function claimOrder(spec: TableSpec): SqlText {
 }
 
 /**
- * Claims these dialects do not render yet. The database clock replaces the `now` parameter;
- * rendering the host-clock claim for such a table would silently change the timing the table
- * declared, so it is refused instead.
+ * Claims that cannot read the database clock. The row lock form reads it wherever a statement
+ * needs now (`nowOf`, `dueAtOf`). A lease token is an expiry the host computes and then names in
+ * every settlement, so the lease form keeps the host clock (defineTable refuses the pair too).
+ * The advisory form does not read it yet: rendering its host-clock statements for such a table
+ * would silently change the timing the table declared, so it is refused instead.
  */
 export function refuseUnbuiltClaims(spec: TableSpec, database: string): void {
-  if (spec.clock === 'database') {
-    throw new UnsupportedError({
-      database,
-      feature: 'database clock',
-      message: `table "${spec.qualifiedName}" declares clock: "database"; it is not available on ${database} yet, use clock: "host"`,
-    });
-  }
+  if (spec.clock !== 'database' || spec.form === 'rowLock') return;
+  const reason =
+    spec.form === 'lease'
+      ? 'the lease form computes its tokens on the host, so it cannot use the database clock'
+      : `it is not available on ${database} yet in the ${spec.form} form`;
+  throw new UnsupportedError({
+    database,
+    feature: 'database clock',
+    message: `table "${spec.qualifiedName}" declares clock: "database"; ${reason}, use clock: "host"`,
+  });
 }
 
 /** The lease column, which every lease statement and fenced settlement names. */

@@ -1,5 +1,6 @@
 import type { Statement } from '../statement.js';
 import type { IsolationLevel, SqliteBeginMode, TableSpec } from '../table/table-spec.js';
+import type { AdvisoryStatements } from './advisory-statements.js';
 import type { NotifyStatements } from './notify.js';
 
 export type DialectName = 'postgres' | 'mysql' | 'sqlite';
@@ -24,6 +25,11 @@ export interface DialectCapabilities {
   readonly isolationLevels: readonly IsolationLevel[];
   /** `LISTEN`/`NOTIFY` wake-ups across processes (Postgres): the dialect has `notify` statements. */
   readonly supportsListenNotify: boolean;
+  /**
+   * Locks held by a session and seen by every session of the server (Postgres advisory locks,
+   * MySQL `GET_LOCK`): advisory keys exclude across processes. SQLite keeps them in process.
+   */
+  readonly supportsSessionLocks: boolean;
 }
 
 /**
@@ -46,6 +52,10 @@ export interface SessionStatements {
   begin(options?: { isolation?: IsolationLevel | undefined; sqliteBegin?: SqliteBeginMode | undefined }): Statement[];
   commit(): Statement;
   rollback(): Statement;
+  /** Transactional mode, row lock form: marks where the handler's writes begin in the claim's transaction. */
+  savepoint(): Statement;
+  /** Undoes what the handler wrote since `savepoint`, keeping the claim's locks. */
+  rollbackToSavepoint(): Statement;
   /** `SELECT VERSION()` or its equivalent; one row, one column named `version`. */
   serverVersion(): Statement;
 }
@@ -53,7 +63,8 @@ export interface SessionStatements {
 /**
  * Row lock form: the claim runs in a transaction that stays open while the handler works; the
  * settlement statements run in it and the caller commits.
- * Claim params: `group` (grouped tables), `now` (tables with retryAfter), `limit`. On a FIFO table
+ * Claim params: `group` (grouped tables), `now` (tables with retryAfter on the host clock), `limit`.
+ * A table with `clock: 'database'` reads the database's now instead of binding one. On a FIFO table
  * the claim takes the group's head only (no `limit`), and the caller runs `fifo.guard` first in
  * the same transaction.
  */
@@ -61,7 +72,10 @@ export interface RowLockStatements {
   claim(spec: TableSpec, columns: TableColumns): Statement;
   /** `attempt = attempt + 1`, or `undefined` without an attempt column (the rollback releases). */
   retry(spec: TableSpec): Statement | undefined;
-  /** `retry_after = :retryAfterAt` and `attempt + 1`; `undefined` without a retryAfter column. */
+  /**
+   * `retry_after = :retryAfterAt` (database clock: its now plus `:delayMicroseconds`) and
+   * `attempt + 1`; `undefined` without a retryAfter column.
+   */
   retryAfter(spec: TableSpec): Statement | undefined;
 }
 
@@ -84,6 +98,11 @@ export interface LeaseStatements {
   retryAfter(spec: TableSpec): Statement | undefined;
   /** Renewal: `locked_until = :lockedUntil WHERE id = :id AND locked_until = :held`. */
   extend(spec: TableSpec): Statement;
+  /**
+   * Locks the row while the lease holds (`id`, `held`) and changes nothing: 0 rows means lost.
+   * Transactional mode runs it in the delivery's transaction before the ack.
+   */
+  confirm(spec: TableSpec): Statement;
 }
 
 /**
@@ -130,7 +149,8 @@ export interface FifoStatements {
 /**
  * Settlements that finish or move a row. With `fenced: true` (lease form) each statement also
  * requires `locked_until = :held` and clears the lease where the row stays.
- * Params: `id`, `held` when fenced, `now` for the processedAt mark, `destination` for groups.
+ * Params: `id`, `held` when fenced, `now` for the processedAt mark (none on a database-clock
+ * table, which reads the database's now), `destination` for groups.
  */
 export interface SettleStatements {
   /** Ack and drop: delete, or mark `processed_at = :now`. */
@@ -154,7 +174,15 @@ export interface InsertStatements {
    * A multi-row insert of `rowCount` rows over `columns` (params `column:<name>` repeated per row,
    * row after row). Returns the id column where the database supports `INSERT … RETURNING`.
    */
-  rows(spec: TableSpec, columns: readonly string[], rowCount: number): Statement;
+  rows(spec: TableSpec, columns: readonly string[], rowCount: number, options?: InsertOptions): Statement;
+}
+
+export interface InsertOptions {
+  /**
+   * Database-clock tables: the retryAfter column's values are delays in microseconds, and each
+   * row is due at the database's now plus its delay. Otherwise the values are instants.
+   */
+  readonly retryAfterAsDelay?: boolean;
 }
 
 /** Statements about the table itself. */
@@ -175,6 +203,7 @@ export interface Dialect {
   readonly rowLock: RowLockStatements;
   readonly lease: LeaseStatements;
   readonly fifo: FifoStatements;
+  readonly advisory: AdvisoryStatements;
   readonly settle: SettleStatements;
   readonly insert: InsertStatements;
   readonly schema: SchemaStatements;

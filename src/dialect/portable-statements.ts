@@ -2,7 +2,7 @@
  * Statements whose text is the same on every database but for quoting and placeholders. Each
  * dialect renders them in its own style and writes the rest (claims, sessions, DDL) itself.
  */
-import { DeclarationError } from '../errors.js';
+import { DeclarationError, UnsupportedError } from '../errors.js';
 import type { Statement } from '../statement.js';
 import { validateIdentifier } from '../table/identifier.js';
 import { ISOLATION_LEVELS, type IsolationLevel, type TableSpec } from '../table/table-spec.js';
@@ -14,14 +14,18 @@ import {
   skipLockedSelect,
   tableOf,
 } from './claim-clauses.js';
+import { dueAtOf, nowOf } from './database-clock.js';
 import type {
   DeadLetterTarget,
+  InsertOptions,
   LeaseStatements,
   RowLockStatements,
+  SessionStatements,
   SettleStatements,
   TableColumns,
 } from './dialect.js';
 import {
+  databaseClock,
   fixedSql,
   identifier,
   joinSql,
@@ -39,6 +43,19 @@ export function createLeaseSettlements(style: SqlStyle): Omit<LeaseStatements, '
     release: (spec) => renderLeaseRelease(style, spec),
     retryAfter: (spec) => renderLeaseRetryAfter(style, spec),
     extend: (spec) => renderLeaseExtend(style, spec),
+    confirm: (spec) => renderLeaseConfirm(style, spec),
+  };
+}
+
+/** The savepoint a transactional delivery's handler writes after: one name, one per transaction. */
+const HANDLER_SAVEPOINT = 'tablequeue_claimed';
+
+/** Savepoints are spelt alike on the three databases. */
+export function createSavepointStatements(style: SqlStyle): Pick<SessionStatements, 'savepoint' | 'rollbackToSavepoint'> {
+  return {
+    savepoint: () => renderStatement(style, 'session.savepoint', sql`SAVEPOINT ${fixedSql(HANDLER_SAVEPOINT)}`),
+    rollbackToSavepoint: () =>
+      renderStatement(style, 'session.rollbackToSavepoint', sql`ROLLBACK TO SAVEPOINT ${fixedSql(HANDLER_SAVEPOINT)}`),
   };
 }
 
@@ -90,7 +107,7 @@ function renderRowLockRetry(style: SqlStyle, spec: TableSpec): Statement | undef
 
 function renderRowLockRetryAfter(style: SqlStyle, spec: TableSpec): Statement | undefined {
   if (spec.retryAfter === undefined) return undefined;
-  const assignments = [sql`${identifier(spec.retryAfter)} = ${param('retryAfterAt')}`];
+  const assignments = [sql`${identifier(spec.retryAfter)} = ${dueAtOf(spec)}`];
   if (spec.attempt !== undefined) assignments.push(countAttempt(spec.attempt));
   return renderStatement(
     style,
@@ -135,12 +152,25 @@ function renderLeaseExtend(style: SqlStyle, spec: TableSpec): Statement {
   );
 }
 
+/**
+ * Locks the row and checks the token without changing it: run first in a transaction that
+ * settles a lease together with other writes, so they commit only while the lease holds.
+ */
+function renderLeaseConfirm(style: SqlStyle, spec: TableSpec): Statement {
+  const lockedUntil = identifier(requireLeaseColumn(spec));
+  return renderStatement(
+    style,
+    'lease.confirm',
+    sql`UPDATE ${tableOf(spec)} SET ${lockedUntil} = ${lockedUntil} WHERE ${rowFilter(spec, { fenced: true })}`,
+  );
+}
+
 function renderFinish(style: SqlStyle, spec: TableSpec, options: { fenced: boolean }): Statement {
   const where = rowFilter(spec, options);
   if (spec.processedAt === undefined) {
     return renderStatement(style, 'settle.finish', sql`DELETE FROM ${tableOf(spec)} WHERE ${where}`);
   }
-  const assignments = [sql`${identifier(spec.processedAt)} = ${param('now')}`];
+  const assignments = [sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`];
   if (options.fenced) assignments.push(clearLease(spec));
   return renderStatement(
     style,
@@ -210,6 +240,7 @@ export function renderInsertRows(
   columns: readonly string[],
   rowCount: number,
   shape: InsertShape,
+  options: InsertOptions = {},
 ): Statement {
   if (!Number.isInteger(rowCount) || rowCount < 1) {
     throw new TypeError(`insert.rows needs a whole number of rows of at least 1, got ${rowCount}`);
@@ -225,10 +256,11 @@ export function renderInsertRows(
     }
     return renderStatement(style, 'insert.rows', sql`INSERT INTO ${tableOf(spec)} DEFAULT VALUES${returning}`);
   }
-  const valueList = sql`(${joinSql(
-    columns.map((column) => param(`column:${column}`)),
-    ', ',
-  )})`;
+  const value = (column: string): SqlText =>
+    options.retryAfterAsDelay === true && column === spec.retryAfter
+      ? databaseClock(`column:${column}`)
+      : param(`column:${column}`);
+  const valueList = sql`(${joinSql(columns.map(value), ', ')})`;
   const rows = joinSql(Array.from({ length: rowCount }, () => valueList), ', ');
   return renderStatement(
     style,
@@ -257,6 +289,19 @@ export function isolationLevelSql(level: IsolationLevel): SqlText {
     );
   }
   return fixedSql(ISOLATION_LEVEL_SQL[level]);
+}
+
+/**
+ * Postgres and MySQL open transactions at an isolation level; a SQLite begin mode declared for
+ * them would silently change nothing, so it is refused.
+ */
+export function refuseSqliteBeginMode(spec: TableSpec, database: string): void {
+  if (spec.sqliteBegin === undefined) return;
+  throw new UnsupportedError({
+    database,
+    feature: 'sqliteBegin',
+    message: `table "${spec.qualifiedName}" declares sqliteBegin: "${spec.sqliteBegin}", which only SQLite has; remove it, and declare isolation to choose how ${database} opens its transactions`,
+  });
 }
 
 function countAttempt(column: string): SqlText {

@@ -3,7 +3,8 @@ import type { ParamName, Statement } from '../statement.js';
 type SqlPart =
   | { readonly kind: 'text'; readonly text: string }
   | { readonly kind: 'identifier'; readonly name: string }
-  | { readonly kind: 'param'; readonly param: ParamName };
+  | { readonly kind: 'param'; readonly param: ParamName }
+  | { readonly kind: 'clock'; readonly plusMicroseconds: ParamName | undefined };
 
 /**
  * SQL text whose identifiers and parameters stay apart from the text until a dialect renders it.
@@ -61,6 +62,14 @@ export function param(name: ParamName): SqlText {
   return new SqlText([{ kind: 'param', param: name }]);
 }
 
+/**
+ * The database's own now, spelt by the dialect that renders the statement (tables with
+ * `clock: 'database'`); with `plusMicroseconds`, that now plus a bound delay.
+ */
+export function databaseClock(plusMicroseconds?: ParamName): SqlText {
+  return new SqlText([{ kind: 'clock', plusMicroseconds }]);
+}
+
 export function joinSql(pieces: readonly SqlText[], separator: string): SqlText {
   const parts: SqlPart[] = [];
   pieces.forEach((piece, index) => {
@@ -75,6 +84,14 @@ export interface SqlStyle {
   quoteIdentifier(name: string): string;
   /** The placeholder at a 1-based position. */
   placeholder(position: number): string;
+  /** How the database reads its own clock; only dialects that render `databaseClock` have one. */
+  readonly clock?: DatabaseClockSpelling;
+}
+
+/** The database's now, and that now plus a delay in microseconds bound at `placeholder`. */
+export interface DatabaseClockSpelling {
+  readonly now: string;
+  plusMicroseconds(placeholder: string): string;
 }
 
 /** Postgres: `"name"` (a `"` inside doubled) and numbered `$n` placeholders. */
@@ -105,10 +122,21 @@ export function renderStatement(style: SqlStyle, name: string, text: SqlText): S
         case 'param':
           params.push(part.param);
           return style.placeholder(params.length);
+        case 'clock':
+          return renderClock(style, name, part.plusMicroseconds, params);
       }
     })
     .join('');
   return { name, sql: sqlText, params };
+}
+
+function renderClock(style: SqlStyle, statement: string, plusMicroseconds: ParamName | undefined, params: ParamName[]): string {
+  if (style.clock === undefined) {
+    throw new TypeError(`statement "${statement}" reads the database clock, but its dialect's style spells none`);
+  }
+  if (plusMicroseconds === undefined) return style.clock.now;
+  params.push(plusMicroseconds);
+  return style.clock.plusMicroseconds(style.placeholder(params.length));
 }
 
 /** DDL takes no parameters; a placeholder in it is a bug in this folder. */

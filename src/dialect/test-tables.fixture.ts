@@ -93,6 +93,25 @@ export const advisoryKeyTable: FixtureTable = {
   columns: ['id', 'tenant', 'payload'],
 };
 
+/** Every role of the row lock form, and an advisory key over the partition key column. */
+export const everyRoleAdvisoryTable: FixtureTable = {
+  spec: createTableSpec({ ...everyRoleDeclaration, advisoryLock: 'mail-{customer}' }),
+  columns: everyRoleTable.columns,
+};
+
+/** An advisory table in a schema, with a quote in its key template; marks finished rows. */
+export const schemaAdvisoryTable: FixtureTable = {
+  spec: createTableSpec({
+    schema: 'App',
+    table: 'jobs',
+    id: 'id',
+    attempt: 'attempt',
+    processedAt: 'done_at',
+    advisoryLock: "o'k:{id}",
+  }),
+  columns: ['id', 'attempt', 'done_at'],
+};
+
 /** Every role of the row lock form, the group FIFO. */
 export const fifoTable: FixtureTable = {
   spec: createTableSpec({ ...everyRoleDeclaration, group: { column: 'queue', fifo: true } }),

@@ -69,6 +69,12 @@ export interface Driver {
   readonly description: string;
   /** Whether the broker opened this pool (and so closes it) or the service passed it in. */
   readonly ownsPool: boolean;
+  /**
+   * SQLite: what names the database itself (the file's absolute path, or the handle of an
+   * in-memory database), so brokers of one process share advisory keys kept in process.
+   * Undefined elsewhere, and before an in-memory database is open.
+   */
+  readonly databaseIdentity?: unknown;
   /** Connects, checks the server answers; throws `ConnectionError` naming the host. */
   open(): Promise<void>;
   acquire(): Promise<Connection>;

@@ -14,7 +14,8 @@ export interface PublishOptions {
   id?: string | number;
   /**
    * A connection of the service's own, inside its transaction (a pg client, a mysql2
-   * connection, a better-sqlite3 handle): the row commits or rolls back with it.
+   * connection, a better-sqlite3 handle), or a transactional handler's `context.tx`: the row
+   * commits or rolls back with it.
    */
   tx?: unknown;
 }

@@ -1,5 +1,6 @@
 import type { Queue } from '../definition/define-table.js';
 import { encodeHeaders, encodePayload, requirePayloadSize, requireStorableText } from '../delivery/codec.js';
+import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { NotifyStatements } from '../dialect/notify.js';
 import type { Connection, Driver, QueryResult } from '../driver/driver.js';
@@ -43,9 +44,8 @@ export class Publisher {
   async publish<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions = {}): Promise<string> {
     const spec = queue.table.spec;
     const row = rowValues(queue, payload, options, new Date(), this.#options.maxPayloadBytes);
-    const statement = this.#insert(spec, row.columns, 1);
+    const statement = this.#insert(spec, row, 1);
     const result = await this.#write(queue, options.tx, (connection) => connection.execute(bindPositional(statement, row.values)));
-    this.#options.wake(spec, queue.group);
     return insertedIds(spec, result, options.id === undefined ? [] : [options.id], 1)[0]!;
   }
 
@@ -68,19 +68,19 @@ export class Publisher {
     });
     await this.#write(queue, options.tx, async (connection) => {
       for (const chunk of chunksOfSameColumns(rows)) {
-        const statement = this.#insert(spec, chunk[0]!.columns, chunk.length);
+        const statement = this.#insert(spec, chunk[0]!, chunk.length);
         await connection.execute(bindPositional(statement, chunk.flatMap((row) => row.values)));
       }
     });
-    this.#options.wake(spec, queue.group);
     return rows.length;
   }
 
-  #insert(spec: TableSpec, columns: readonly string[], rowCount: number): Statement {
-    const key = `${spec.qualifiedName}\u0000${columns.join(',')}\u0000${rowCount}`;
+  #insert(spec: TableSpec, shape: RowToInsert, rowCount: number): Statement {
+    const key = `${spec.qualifiedName}\u0000${shape.shape}\u0000${rowCount}`;
     let statement = this.#statements.get(key);
     if (!statement) {
-      statement = this.#options.dialect.insert.rows(spec, columns, rowCount);
+      const options = { retryAfterAsDelay: shape.isDueAsDelay };
+      statement = this.#options.dialect.insert.rows(spec, shape.columns, rowCount, options);
       this.#statements.set(key, statement);
     }
     return statement;
@@ -89,22 +89,29 @@ export class Publisher {
   /**
    * Runs the inserts and then the notification on one connection: the service's own (`tx`),
    * where the notification is delivered when its transaction commits, or one borrowed for both.
+   * Then wakes this broker's subscriptions: at once, or for a delivery's transaction
+   * (`tx: context.tx`) when it commits, since a claim could not see the rows before.
    */
   async #write<T>(queue: Queue<unknown>, tx: unknown, insert: (connection: Connection) => Promise<T>): Promise<T> {
     const notification = this.#notification(queue);
     const { driver } = this.#options;
-    const connection = tx === undefined ? await driver.acquire() : driver.adopt(tx);
+    const connection =
+      tx === undefined ? await driver.acquire() : tx instanceof DeliveryTransaction ? tx.asConnection() : driver.adopt(tx);
+    let result: T;
     try {
-      const result = await insert(connection);
+      result = await insert(connection);
       if (notification !== undefined) {
         await connection.execute(notification).catch((error: unknown) =>
           this.#options.onNotifyError(error, { queue: queue.label, phase: 'notify' }),
         );
       }
-      return result;
     } finally {
       connection.release();
     }
+    const wake = () => this.#options.wake(queue.table.spec, queue.group);
+    if (tx instanceof DeliveryTransaction) tx.afterCommit(wake);
+    else wake();
+    return result;
   }
 
   /** The queue's notification, checked before anything is written; undefined with listen off. */
@@ -126,7 +133,9 @@ export class Publisher {
 interface RowToInsert {
   readonly columns: readonly string[];
   readonly values: unknown[];
-  /** The column list as one string, to group rows that one statement can insert. */
+  /** Database-clock tables: the retryAfter value is a delay in microseconds from the database's now. */
+  readonly isDueAsDelay: boolean;
+  /** The column list (and how the due time is given) as one string, to group rows that one statement can insert. */
   readonly shape: string;
 }
 
@@ -196,14 +205,20 @@ function rowValues<Payload>(
   if (spec.group) byColumn.set(spec.group.column, queue.name);
   setRole(spec.priority, 'priority', options.priority, () => options.priority ?? 0);
   setRole(spec.partitionKey, 'partitionKey', options.partitionKey, () => options.partitionKey ?? null);
-  setRole(spec.retryAfter, 'delayMs/runAt (retryAfter)', dueOption(options, where), () => dueAt(options, now));
+  // A database-clock table is due by the database's now: a delay (none by default) goes to the
+  // database, which adds it; only an explicit runAt instant is bound as it is.
+  const isDueAsDelay = spec.clock === 'database' && spec.retryAfter !== undefined && options.runAt === undefined;
+  setRole(spec.retryAfter, 'delayMs/runAt (retryAfter)', dueOption(options, where), () =>
+    isDueAsDelay ? Math.round((options.delayMs ?? 0) * 1000) : dueAt(options, now),
+  );
   setRole(spec.headers, 'headers', options.headers, () =>
     options.headers === undefined ? null : encodeHeaders(options.headers, where),
   );
   const columns = insertColumns(spec);
   if (spec.payload) byColumn.set(spec.payload, requirePayloadSize(encodePayload(payload, where), maxPayloadBytes, where));
   else columns.push(...rowModeColumns(spec, payload, byColumn, where));
-  return { columns, values: columns.map((column) => byColumn.get(column)), shape: columns.join(',') };
+  const shape = `${columns.join(',')}${isDueAsDelay ? '\u0000due as delay' : ''}`;
+  return { columns, values: columns.map((column) => byColumn.get(column)), isDueAsDelay, shape };
 }
 
 /**

@@ -62,6 +62,34 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
+  it('WP-2: counts the connections the form reports for units in work, one per row of an advisory batch', async () => {
+    const claims = new ScriptedClaims();
+    let rowsHoldingConnections = 3;
+    const dispatcher = new WorkerSlots({ workers: 2, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
+    const loop: ClaimLoop = new ClaimLoop({
+      dispatcher,
+      holdsConnection: true,
+      connectionsInWork: () => rowsHoldingConnections,
+      isSingleClaim: false,
+      rowsPerClaim: 8,
+      isBatch: true,
+      pollIntervalMs: 60_000,
+      poolStats: () => ({ size: 4, held: rowsHoldingConnections, idle: 0, spare: 4 - rowsHoldingConnections, maxHeld: 3 }),
+      claim: claims.claim,
+      onClaimError: () => undefined,
+      handBack: () => Promise.resolve(),
+    });
+    loop.start();
+    // Budget 3 of 4, all held by the rows of one batch: no claim, though no unit is in work.
+    expect(loop.connectionsHeld).toBe(3);
+    expect(claims.pending).toHaveLength(0);
+    rowsHoldingConnections = 0;
+    loop.onWorkerIdle();
+    await claims.started(1);
+    claims.pending[0]!.resolve([]);
+    await loop.stop();
+  });
+
   it('WP-6: after an empty claim only one claim runs until one takes rows again', async () => {
     const claims = new ScriptedClaims();
     const loop = createLoop(claims, 4);

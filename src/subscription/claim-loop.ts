@@ -20,6 +20,11 @@ export interface ClaimLoopOptions {
   readonly dispatcher: Dispatcher;
   /** Whether each unit in work (or waiting for its worker) holds a pool connection (WP-5). */
   readonly holdsConnection: boolean;
+  /**
+   * The connections the units in work and waiting hold, for a form whose unit may hold more than
+   * one (an advisory batch holds one per row). Without it: one per unit when `holdsConnection`.
+   */
+  readonly connectionsInWork?: () => number;
   /** Only one claim in flight at a time (WP-7). */
   readonly isSingleClaim: boolean;
   /** Rows one claim asks for. */
@@ -87,8 +92,9 @@ export class ClaimLoop {
 
   /** Connections this subscription holds now: claims running plus units that hold one. */
   get connectionsHeld(): number {
-    const { dispatcher, holdsConnection } = this.#options;
-    return this.#claimsRunning + (holdsConnection ? dispatcher.inWork + dispatcher.waiting : 0);
+    const { dispatcher, holdsConnection, connectionsInWork } = this.#options;
+    const units = holdsConnection ? dispatcher.inWork + dispatcher.waiting : 0;
+    return this.#claimsRunning + (connectionsInWork?.() ?? units);
   }
 
   start(): void {

@@ -1,6 +1,7 @@
 import type { HeldRow, Settlement } from '../claim/claim-form.js';
 import type { DeadLetterTarget } from '../dialect/dialect.js';
 import { decodeHeaders, decodeJsonPayload } from '../delivery/codec.js';
+import type { DeliveryTransaction, HandlerTransaction } from '../delivery/delivery-transaction.js';
 import type { Message } from '../delivery/message.js';
 import { isOutcome, type Outcome } from '../delivery/outcome.js';
 import { DecodeError } from '../errors.js';
@@ -24,9 +25,14 @@ export interface DeliveryCounters {
 
 /**
  * Calls the handler for the decoded messages of one unit on worker `slot` and returns what it
- * returned: in process, or on a worker thread.
+ * returned: in process, or on a worker thread. `transaction` is the delivery's transaction in
+ * transactional mode, lent to the handler as `context.tx`.
  */
-export type InvokeHandler = (messages: Message<unknown>[], slot: number) => Promise<unknown>;
+export type InvokeHandler = (
+  messages: Message<unknown>[],
+  slot: number,
+  transaction: HandlerTransaction | undefined,
+) => Promise<unknown>;
 
 export interface DeliveryRunnerOptions {
   readonly spec: TableSpec;
@@ -107,6 +113,7 @@ export class DeliveryRunner {
       const outcomes = await this.#callHandler(
         decoded.map((item) => item.message),
         slot,
+        decoded.length === 1 ? decoded[0]!.row.transaction : undefined,
       );
       this.counters.handled += decoded.length;
       decoded.forEach((item, index) => settlements.push(this.#settle(item.row, outcomes[index]!)));
@@ -114,16 +121,25 @@ export class DeliveryRunner {
     await Promise.all(settlements);
   }
 
-  /** One outcome per message; a throw retries them all after the backoff of the first attempt. */
-  async #callHandler(messages: Message<unknown>[], slot: number): Promise<Outcome[]> {
+  /**
+   * One outcome per message; a throw retries them all after the backoff of the first attempt.
+   * The handler's loan of the delivery's transaction ends when it returns or throws.
+   */
+  async #callHandler(
+    messages: Message<unknown>[],
+    slot: number,
+    transaction: DeliveryTransaction | undefined,
+  ): Promise<Outcome[]> {
     const { subscription, onError, isBatch } = this.#options;
     let returned: unknown;
     try {
-      returned = await this.#options.invoke(messages, slot);
+      returned = await this.#options.invoke(messages, slot, transaction);
     } catch (error) {
       this.counters.handlerErrors += 1;
       onError(error, { subscription, messageId: messages.map((message) => message.id).join(','), phase: 'handler' });
       return messages.map((message) => ({ kind: 'retryAfter', delayMs: this.#backoffMs(message.attempt) }));
+    } finally {
+      transaction?.endLoan();
     }
     if (!isBatch || !Array.isArray(returned)) {
       const outcome: Outcome = isOutcome(returned) ? returned : { kind: 'ack' };
@@ -193,7 +209,7 @@ export class DeliveryRunner {
   }
 
   #settlementFor(row: HeldRow, outcome: Outcome): Settlement {
-    if (outcome.kind === 'ack' || outcome.kind === 'drop') return { kind: 'finish' };
+    if (outcome.kind === 'ack' || outcome.kind === 'drop') return { kind: 'finish', commitsHandlerWrites: outcome.kind === 'ack' };
     const { maxAttempts } = this.#options.options;
     if (maxAttempts !== undefined && this.#options.deadLetter !== undefined && row.attempt >= maxAttempts) {
       return { kind: 'deadLetter', target: this.#options.deadLetter };
@@ -208,7 +224,7 @@ export class DeliveryRunner {
       }
       return { kind: 'retry' };
     }
-    return { kind: 'retryAfter', at: new Date(Date.now() + outcome.delayMs) };
+    return { kind: 'retryAfter', at: new Date(Date.now() + outcome.delayMs), delayMs: outcome.delayMs };
   }
 
   #count(settlement: Settlement, outcome: Outcome): void {

@@ -21,6 +21,14 @@ describe('resolveSubscribeOptions', () => {
     expect(resolved.onDecodeFailure).toBe('drop');
   });
 
+  it('turns transactional mode on only when asked, with workers or lanes', () => {
+    expect(resolveSubscribeOptions({}, defaults, 'here').transactional).toBe(false);
+    expect(resolveSubscribeOptions({ transactional: true, workersByKey: 2 }, defaults, 'here')).toMatchObject({
+      transactional: true,
+      workers: 2,
+    });
+  });
+
   it('counts lanes and threads as the workers of the subscription', () => {
     expect(resolveSubscribeOptions({ workersByKey: 3 }, defaults, 'here')).toMatchObject({ workers: 3, isKeyed: true });
     expect(
@@ -43,6 +51,9 @@ describe('resolveSubscribeOptions', () => {
     [{ deadLetter: 'failed' }, /maxAttempts and deadLetter come together/],
     [{ onDecodeFailure: 'explode' as never }, /onDecodeFailure must be/],
     [{ wrokers: 2 } as never, /unknown subscription option "wrokers"/],
+    [{ transactional: true, batch: 5 }, /transactional mode lends one delivery's transaction.*cannot be combined with batch/],
+    [{ transactional: true, onThreads: { threads: 2, module: './h.js' } }, /cannot be combined with onThreads/],
+    [{ transactional: 'yes' as never }, /transactional must be true or false/],
   ])('refuses %j', (options, message) => {
     expect(refusal(options as SubscribeOptions<unknown>)).toMatch(message);
   });

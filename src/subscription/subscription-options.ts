@@ -1,3 +1,4 @@
+import type { HandlerTransaction } from '../delivery/delivery-transaction.js';
 import type { Message } from '../delivery/message.js';
 import type { Outcome } from '../delivery/outcome.js';
 import type { Queue } from '../definition/define-table.js';
@@ -13,6 +14,11 @@ export interface HandlerContext {
   publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string>;
   /** Aborted when the broker stops and the handler ran past the stop timeout. */
   readonly signal: AbortSignal;
+  /**
+   * Transactional mode (`transactional: true`): the delivery's transaction. Writes through it,
+   * and publishes with `{ tx: context.tx }`, commit with an ack and roll back otherwise.
+   */
+  readonly tx?: HandlerTransaction;
 }
 
 export type Handler<Payload> = (
@@ -55,6 +61,12 @@ export interface SubscribeOptions<Payload = unknown> {
   workersByKey?: number;
   /** Rows per claim; the handler receives an array. */
   batch?: number;
+  /**
+   * Lends the handler the delivery's transaction as `context.tx`: an ack commits its writes with
+   * the settlement, every other outcome and a throw roll them back. Single deliveries only; each
+   * holds a connection until it settles.
+   */
+  transactional?: boolean;
   /** Runs the handler on worker threads instead of the main thread (WP-12). */
   onThreads?: ThreadOptions;
   /** The poll interval of this subscription; default the broker's. */
@@ -78,6 +90,7 @@ export interface ResolvedSubscribeOptions {
   readonly workers: number;
   readonly isKeyed: boolean;
   readonly batch: number | undefined;
+  readonly transactional: boolean;
   readonly onThreads: Readonly<Required<Omit<ThreadOptions, 'module'>> & { module: string }> | undefined;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
@@ -95,6 +108,7 @@ const OPTION_KEYS = new Set([
   'workers',
   'workersByKey',
   'batch',
+  'transactional',
   'onThreads',
   'pollIntervalMs',
   'leaseMs',
@@ -122,6 +136,7 @@ export function resolveSubscribeOptions(
     throw new DeclarationError(`${where}: batch cannot be combined with workersByKey: a batch would mix keys on one lane`);
   }
   const onThreads = resolveThreadOptions(options.onThreads, where);
+  const transactional = resolveTransactional(options, onThreads !== undefined, where);
   if (onThreads !== undefined && (options.workers !== undefined || options.workersByKey !== undefined)) {
     throw new DeclarationError(`${where}: onThreads sets its own concurrency (threads, byKey); remove workers and workersByKey`);
   }
@@ -154,6 +169,7 @@ export function resolveSubscribeOptions(
     workers,
     isKeyed,
     batch,
+    transactional,
     onThreads,
     pollIntervalMs,
     leaseMs,
@@ -166,6 +182,23 @@ export function resolveSubscribeOptions(
       maxMs: positiveNumber(options.retryBackoff?.maxMs ?? DEFAULT_RETRY_BACKOFF_MAX_MS, 'retryBackoff.maxMs', where),
     }),
   });
+}
+
+function resolveTransactional(options: SubscribeOptions<unknown>, isOnThreads: boolean, where: string): boolean {
+  const value = options.transactional ?? false;
+  if (typeof value !== 'boolean') throw new DeclarationError(`${where}: transactional must be true or false`);
+  if (!value) return false;
+  if (options.batch !== undefined) {
+    throw new DeclarationError(
+      `${where}: transactional mode lends one delivery's transaction to the handler, so it cannot be combined with batch; remove one of them`,
+    );
+  }
+  if (isOnThreads) {
+    throw new DeclarationError(
+      `${where}: a handler on a worker thread cannot use the delivery's connection, so transactional cannot be combined with onThreads; remove one of them`,
+    );
+  }
+  return true;
 }
 
 function resolveThreadOptions(

@@ -63,6 +63,15 @@ describe('createTableSpec', () => {
     expect(declarationError({ table: 'jobs', id: 'id', advisoryLock: 'k-{id' }).message).toMatch(/unmatched brace/);
   });
 
+  it('refuses a backslash or a NUL character in a key template, which becomes SQL text literals', () => {
+    expect(declarationError({ table: 'jobs', id: 'id', advisoryLock: 'k\\{id}' }).message).toMatch(/backslash or a NUL/);
+    expect(declarationError({ table: 'jobs', id: 'id', advisoryLock: '{id}\u0000' }).message).toMatch(/backslash or a NUL/);
+    expect(createTableSpec({ table: 'jobs', id: 'id', advisoryLock: "it's-{id}" }).advisoryLock).toEqual([
+      { literal: "it's-" },
+      { column: 'id' },
+    ]);
+  });
+
   it('refuses identifiers over 64 characters instead of truncating them', () => {
     expect(declarationError({ table: 'j'.repeat(65), id: 'id' }).message).toMatch(/65 characters long/);
     expect(() => createTableSpec({ table: 'j'.repeat(64), id: 'id' })).not.toThrow();

@@ -210,6 +210,13 @@ export function parseKeyTemplate(template: unknown, where: string): readonly Key
   if (parts.some((part) => 'literal' in part && /[{}]/.test(part.literal))) {
     throw new DeclarationError(`${where}: advisoryLock template ${JSON.stringify(template)} has an unmatched brace`);
   }
+  // The literal text becomes SQL text literals: MySQL reads a backslash in one as an escape, and
+  // no database's SQL text can carry a NUL character.
+  if (parts.some((part) => 'literal' in part && /[\\\0]/.test(part.literal))) {
+    throw new DeclarationError(
+      `${where}: advisoryLock template ${JSON.stringify(template)} contains a backslash or a NUL character; write the key with other characters`,
+    );
+  }
   if (!parts.some((part) => 'column' in part)) {
     throw new DeclarationError(
       `${where}: advisoryLock template ${JSON.stringify(template)} names no column; write one as {column}, for example "jobs-{id}"`,

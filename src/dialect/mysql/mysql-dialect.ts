@@ -11,21 +11,25 @@ import {
   unfinishedRowsOfGroup,
   whereAll,
 } from '../claim-clauses.js';
-import { GROUP_GUARD_COLUMN, type Dialect, type LeaseClaim, type TableColumns } from '../dialect.js';
+import { MYSQL_CLOCK } from '../database-clock.js';
+import { GROUP_GUARD_COLUMN, type Dialect, type InsertOptions, type LeaseClaim, type TableColumns } from '../dialect.js';
 import {
   createLeaseSettlements,
   createRowLockStatements,
+  createSavepointStatements,
   createSettleStatements,
   isolationLevelSql,
   leaseStampAssignments,
+  refuseSqliteBeginMode,
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
-import { BACKTICK_STYLE, identifier, param, renderStatement, sql } from '../quoting.js';
+import { BACKTICK_STYLE, identifier, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
+import { createMysqlAdvisoryStatements } from './mysql-advisory.js';
 import { renderMysqlCreateTable } from './mysql-ddl.js';
 
-const style = BACKTICK_STYLE;
+const style: SqlStyle = { ...BACKTICK_STYLE, clock: MYSQL_CLOCK };
 
 /** MySQL 8 and MariaDB 10.6+: one dialect; what MariaDB adds shows in the capabilities only. */
 export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
@@ -43,6 +47,7 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
       begin: (beginOptions?: { isolation?: IsolationLevel | undefined }) => begin(beginOptions?.isolation),
       commit: () => renderStatement(style, 'session.commit', sql`COMMIT`),
       rollback: () => renderStatement(style, 'session.rollback', sql`ROLLBACK`),
+      ...createSavepointStatements(style),
       serverVersion: () => renderStatement(style, 'session.serverVersion', sql`SELECT VERSION() AS version`),
     }),
     rowLock: Object.freeze(createRowLockStatements(style, database)),
@@ -60,20 +65,28 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
       ...createLeaseSettlements(style),
     }),
     fifo: Object.freeze({ guard: (spec: TableSpec) => renderGroupGuard(spec) }),
+    advisory: createMysqlAdvisoryStatements(options),
     // MariaDB's DELETE … RETURNING cannot feed an INSERT, so both flavours copy then delete.
     settle: Object.freeze(createSettleStatements(style)),
     insert: Object.freeze({
-      rows: (spec: TableSpec, columns: readonly string[], rowCount: number) =>
-        renderInsertRows(style, spec, columns, rowCount, {
-          returnsId: capabilities.supportsInsertReturning,
-          rowOfDefaults: 'emptyValueLists',
-        }),
+      rows: (spec: TableSpec, columns: readonly string[], rowCount: number, insertOptions?: InsertOptions) =>
+        renderInsertRows(
+          style,
+          spec,
+          columns,
+          rowCount,
+          { returnsId: capabilities.supportsInsertReturning, rowOfDefaults: 'emptyValueLists' },
+          insertOptions,
+        ),
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
       createTable: (spec: TableSpec) => renderMysqlCreateTable(spec),
     }),
-    validateTable: (spec: TableSpec) => refuseFifoRowLockAtSerializable(spec, database),
+    validateTable: (spec: TableSpec) => {
+      refuseFifoRowLockAtSerializable(spec, database);
+      refuseSqliteBeginMode(spec, database);
+    },
   });
 }
 

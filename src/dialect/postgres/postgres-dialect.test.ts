@@ -77,10 +77,13 @@ describe('postgres rowLock.claim', () => {
     });
   });
 
-  it('refuses the database clock until its claims exist', () => {
-    const databaseClock = createTableSpec({ table: 'jobs', id: 'id', clock: 'database' });
-    expect(() => postgres.rowLock.claim(databaseClock, ['id'])).toThrow(UnsupportedError);
-    expect(() => postgres.rowLock.claim(databaseClock, ['id'])).toThrow(/use clock: "host"/);
+  it('reads the database clock instead of a bound now on a database-clock table', () => {
+    const databaseClock = createTableSpec({ table: 'jobs', id: 'id', retryAfter: 'due', clock: 'database' });
+    expect(statementText(postgres.rowLock.claim(databaseClock, ['id', 'due']))).toEqual({
+      name: 'rowLock.claim',
+      sql: 'SELECT "id", "due" FROM "jobs" WHERE "due" <= statement_timestamp() ORDER BY "due", "id" LIMIT $1 FOR UPDATE SKIP LOCKED',
+      params: ['limit'],
+    });
   });
 
   it('needs the columns found in the table', () => {

@@ -13,23 +13,34 @@ import {
   skipLockedSelect,
   tableOf,
 } from '../claim-clauses.js';
-import { GROUP_GUARD_COLUMN, type DeadLetterTarget, type Dialect, type LeaseClaim, type TableColumns } from '../dialect.js';
+import { POSTGRES_CLOCK } from '../database-clock.js';
+import {
+  GROUP_GUARD_COLUMN,
+  type DeadLetterTarget,
+  type Dialect,
+  type InsertOptions,
+  type LeaseClaim,
+  type TableColumns,
+} from '../dialect.js';
 import {
   copiedColumns,
   createLeaseSettlements,
   createRowLockStatements,
+  createSavepointStatements,
   createSettleStatements,
   deadLetterTableOf,
   isolationLevelSql,
+  refuseSqliteBeginMode,
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
-import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, textLiteral } from '../quoting.js';
+import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlStyle } from '../quoting.js';
 import { renderPostgresCreateTable } from './postgres-ddl.js';
+import { createPostgresAdvisoryStatements } from './postgres-advisory.js';
 import { createPostgresNotifyStatements } from './postgres-notify.js';
 
 const DATABASE = 'postgres';
-const style = DOUBLE_QUOTE_STYLE;
+const style: SqlStyle = { ...DOUBLE_QUOTE_STYLE, clock: POSTGRES_CLOCK };
 
 export function createPostgresDialect(): Dialect {
   return Object.freeze({
@@ -39,6 +50,7 @@ export function createPostgresDialect(): Dialect {
       begin: (options?: { isolation?: IsolationLevel | undefined }): Statement[] => [renderBegin(options?.isolation)],
       commit: () => renderStatement(style, 'session.commit', sql`COMMIT`),
       rollback: () => renderStatement(style, 'session.rollback', sql`ROLLBACK`),
+      ...createSavepointStatements(style),
       // The number form ('150020') needs no parsing of distribution suffixes such as '15.2 (Debian …)'.
       serverVersion: () =>
         renderStatement(style, 'session.serverVersion', sql`SELECT current_setting('server_version_num') AS version`),
@@ -56,14 +68,15 @@ export function createPostgresDialect(): Dialect {
       ...createLeaseSettlements(style),
     }),
     fifo: Object.freeze({ guard: (spec: TableSpec) => renderGroupGuard(spec) }),
+    advisory: createPostgresAdvisoryStatements(),
     settle: Object.freeze(
       createSettleStatements(style, (spec, columns, target, options) => [
         renderDeadLetterToTable(spec, columns, target, options),
       ]),
     ),
     insert: Object.freeze({
-      rows: (spec: TableSpec, columns: readonly string[], rowCount: number) =>
-        renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }),
+      rows: (spec: TableSpec, columns: readonly string[], rowCount: number, options?: InsertOptions) =>
+        renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }, options),
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
@@ -75,6 +88,7 @@ export function createPostgresDialect(): Dialect {
     validateTable: (spec: TableSpec) => {
       validatePostgresIdentifiers(spec);
       if (spec.isolation !== undefined) refuseReadUncommitted(spec.isolation, `table "${spec.qualifiedName}"`);
+      refuseSqliteBeginMode(spec, DATABASE);
     },
     notify: createPostgresNotifyStatements(),
   });

@@ -12,20 +12,23 @@ import {
   tableOf,
   whereAll,
 } from '../claim-clauses.js';
-import type { Dialect, LeaseClaim, TableColumns } from '../dialect.js';
+import { SQLITE_CLOCK } from '../database-clock.js';
+import type { Dialect, InsertOptions, LeaseClaim, TableColumns } from '../dialect.js';
 import {
   createLeaseSettlements,
+  createSavepointStatements,
   createSettleStatements,
   leaseStampAssignments,
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
-import { BACKTICK_STYLE, fixedSql, identifier, param, renderStatement, sql } from '../quoting.js';
+import { BACKTICK_STYLE, fixedSql, identifier, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
+import { createSqliteAdvisoryStatements } from './sqlite-advisory.js';
 import { renderSqliteCreateTable } from './sqlite-ddl.js';
 
 const DATABASE = 'sqlite';
-const style = BACKTICK_STYLE;
+const style: SqlStyle = { ...BACKTICK_STYLE, clock: SQLITE_CLOCK };
 
 const BEGIN_MODE_SQL: Record<SqliteBeginMode, string> = {
   deferred: 'DEFERRED',
@@ -43,6 +46,7 @@ export function createSqliteDialect(): Dialect {
       ],
       commit: () => renderStatement(style, 'session.commit', sql`COMMIT`),
       rollback: () => renderStatement(style, 'session.rollback', sql`ROLLBACK`),
+      ...createSavepointStatements(style),
       serverVersion: () => renderStatement(style, 'session.serverVersion', sql`SELECT sqlite_version() AS version`),
     }),
     rowLock: Object.freeze({
@@ -59,10 +63,11 @@ export function createSqliteDialect(): Dialect {
     }),
     // The single writer runs one claim at a time, and each claim is one statement: no guard.
     fifo: Object.freeze({ guard: (): undefined => undefined }),
+    advisory: createSqliteAdvisoryStatements(),
     settle: Object.freeze(createSettleStatements(style)),
     insert: Object.freeze({
-      rows: (spec: TableSpec, columns: readonly string[], rowCount: number) =>
-        renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }),
+      rows: (spec: TableSpec, columns: readonly string[], rowCount: number, options?: InsertOptions) =>
+        renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }, options),
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
 import type { BoundStatement } from '../../statement.js';
@@ -49,6 +50,13 @@ export class BetterSqlite3Driver implements Driver {
     const isMemory = 'url' in options ? options.url.isMemory : options.database.memory;
     const filename = 'url' in options ? options.url.filename : options.database.name;
     this.description = isMemory ? 'sqlite in memory' : `sqlite file ${filename}`;
+  }
+
+  /** Two handles on one file share it; each in-memory database is its own handle. */
+  get databaseIdentity(): unknown {
+    const database = this.#database;
+    if (database === undefined) return undefined;
+    return database.memory ? database : resolve(database.name);
   }
 
   async open(): Promise<void> {

@@ -47,6 +47,8 @@ const LISTENER_APPLICATION_NAME = 'tablequeue-listener';
  * network that drops packets would then never try again.
  */
 const LISTENER_CONNECT_TIMEOUT_MS = 10_000;
+/** Silence before the listener's first keepalive probe. */
+const LISTENER_KEEPALIVE_DELAY_MS = 10_000;
 
 /**
  * Runs statements on a node-postgres pool. Each statement is a named prepared statement (named by
@@ -135,8 +137,10 @@ export class PgDriver implements Driver {
       ...settings,
       fallback_application_name: settings.fallback_application_name ?? LISTENER_APPLICATION_NAME,
       connectionTimeoutMillis: settings.connectionTimeoutMillis ?? LISTENER_CONNECT_TIMEOUT_MS,
-      // The session only waits for notifications: without keepalives a vanished peer goes unnoticed.
+      // The session only waits for notifications, so only TCP keepalives notice a vanished peer;
+      // the system's default first probe comes after two hours of silence.
       keepAlive: true,
+      keepAliveInitialDelayMillis: settings.keepAliveInitialDelayMillis ?? LISTENER_KEEPALIVE_DELAY_MS,
     });
     const session = new PgNotificationSession(client, handlers);
     try {

@@ -40,6 +40,7 @@ export interface PgPoolOptionsLike {
 /** What `pg.Client` takes. A pool's options are the same settings, so they pass on whole. */
 export interface PgClientConfigLike extends PgPoolOptionsLike {
   readonly keepAlive?: boolean;
+  readonly keepAliveInitialDelayMillis?: number;
 }
 
 /** A `NOTIFY` as node-postgres reports it. */

@@ -1,0 +1,33 @@
+import { Broker, type BrokerStats } from '../../src/broker/broker.js';
+import { BENCH_QUEUE_NAME } from './bench-table.js';
+import { DrainWatch, settlesWithin, type DrainMeasurement, type DrainRun } from './drain-watch.js';
+
+/** Handlers are no-ops, so stop only waits for settlements and claims in flight. */
+const STOP_TIMEOUT_MS = 10_000;
+/** Beyond the stop timeout, how long to wait for the pool to close before moving on. */
+const CLOSE_GRACE_MS = 10_000;
+
+/**
+ * Drains the table with the service as a user runs it: one subscription with `workers` no-op
+ * handlers on a pool of `workers + 2` connections, every other option at its default.
+ */
+export async function drainWithService(run: DrainRun): Promise<DrainMeasurement> {
+  const watch = new DrainWatch(run.messages, run.signal);
+  const broker = new Broker({ database: run.database.url, pool: { max: run.workers + 2 } });
+  broker.on('error', (error) => watch.recordError(error));
+  broker.subscribe(run.table.queue(BENCH_QUEUE_NAME), () => watch.recordHandled(), { workers: run.workers });
+  await broker.start();
+  let stats: BrokerStats;
+  try {
+    await watch.finished;
+  } finally {
+    stats = broker.stats();
+    await settlesWithin(broker.stop({ timeoutMs: STOP_TIMEOUT_MS }), STOP_TIMEOUT_MS + CLOSE_GRACE_MS);
+  }
+  const [subscription] = stats.subscriptions;
+  return watch.measurement({
+    claims: subscription?.claims ?? 0,
+    emptyClaims: subscription?.emptyClaims ?? 0,
+    maxConnectionsHeld: stats.pool.maxHeld,
+  });
+}

@@ -1,0 +1,122 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { BENCH_DATABASE_NAMES, DEFAULT_MARIADB_URL, DEFAULT_POSTGRES_URL } from './bench-database.js';
+import { describeMachine } from './machine.js';
+import { BENCH_FORMS } from './partitioning/bench-table.js';
+import { runPartitioningBenchmark, type PartitioningSettings } from './partitioning/partitioning-benchmark.js';
+import { formatPartitioningTable } from './partitioning/partitioning-report.js';
+
+const USAGE = `usage: npm run bench -- partitioning [options]
+
+Drains pre-inserted no-op messages with the tablequeue service and with a raw loop of the same
+statements, per database, claim form and worker count, and reports messages per second.
+
+  --messages N          rows per run (default 20000)
+  --db LIST             postgres,mariadb,sqlite (default all three)
+  --form LIST           rowLock,lease (default both; SQLite has only lease)
+  --workers LIST        worker counts (default 1,4,8,16)
+  --rounds N            interleaved rounds of service and raw (default 3)
+  --timeout-seconds N   each run ends by itself after this long (default 300)
+  --output FILE         results as JSON (default bench/results/partitioning.json)
+
+Servers: POSTGRES_URL (default ${DEFAULT_POSTGRES_URL}) and MARIADB_URL
+(default ${DEFAULT_MARIADB_URL}); both must be on 127.0.0.1. Each run creates its own database
+and drops it; SQLite runs use a new file in the temporary directory.`;
+
+const DEFAULT_OUTPUT = fileURLToPath(new URL('./results/partitioning.json', import.meta.url));
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      messages: { type: 'string', default: '20000' },
+      db: { type: 'string', default: BENCH_DATABASE_NAMES.join(',') },
+      form: { type: 'string', default: BENCH_FORMS.join(',') },
+      workers: { type: 'string', default: '1,4,8,16' },
+      rounds: { type: 'string', default: '3' },
+      'timeout-seconds': { type: 'string', default: '300' },
+      output: { type: 'string', default: DEFAULT_OUTPUT },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1 || positionals[0] !== 'partitioning') {
+    throw new UsageError(`name the benchmark to run; the one there is: partitioning (got ${positionals.join(' ') || 'none'})`);
+  }
+  const settings: PartitioningSettings = {
+    messages: readCount(values.messages, '--messages', 2),
+    databases: readList(values.db, '--db', BENCH_DATABASE_NAMES),
+    forms: readList(values.form, '--form', BENCH_FORMS),
+    workerCounts: values.workers.split(',').map((item) => readCount(item, '--workers', 1)),
+    rounds: readCount(values.rounds, '--rounds', 1),
+    runTimeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
+    servers: {
+      postgresUrl: process.env.POSTGRES_URL ?? DEFAULT_POSTGRES_URL,
+      mariadbUrl: process.env.MARIADB_URL ?? DEFAULT_MARIADB_URL,
+    },
+  };
+  const output = resolve(values.output);
+
+  // Ctrl-C ends the run in progress cleanly (its database is dropped) and keeps what was measured.
+  const interrupt = new AbortController();
+  process.once('SIGINT', () => {
+    console.error('interrupted: finishing the current run and dropping its database');
+    interrupt.abort();
+  });
+
+  const startedAt = new Date();
+  const outcome = await runPartitioningBenchmark(settings, interrupt.signal, (line) => console.log(line));
+  const results = {
+    benchmark: 'partitioning',
+    command: `npm run bench -- ${argv.join(' ')}`.trim(),
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    isInterrupted: outcome.isInterrupted,
+    settings: {
+      messages: settings.messages,
+      databases: settings.databases,
+      forms: settings.forms,
+      workerCounts: settings.workerCounts,
+      rounds: settings.rounds,
+      runTimeoutMs: settings.runTimeoutMs,
+    },
+    machine: describeMachine(),
+    serverVersions: outcome.serverVersions,
+    points: outcome.points,
+  };
+  await mkdir(dirname(output), { recursive: true });
+  await writeFile(output, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\n${formatPartitioningTable(outcome.points)}\n\nresults: ${output}`);
+  return outcome.isInterrupted ? 130 : 0;
+}
+
+function readCount(text: string, flag: string, least: number): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < least) throw new UsageError(`${flag} takes whole numbers of at least ${least}; got "${text}"`);
+  return value;
+}
+
+function readList<Name extends string>(text: string, flag: string, known: readonly Name[]): Name[] {
+  const items = text.split(',').map((item) => item.trim());
+  for (const item of items) {
+    if (!(known as readonly string[]).includes(item)) throw new UsageError(`${flag}: "${item}" is not one of ${known.join(', ')}`);
+  }
+  return items as Name[];
+}
+
+main(process.argv.slice(2)).then(
+  (exitCode) => (process.exitCode = exitCode),
+  (error: unknown) => {
+    if (error instanceof UsageError) console.error(`${error.message}\n\n${USAGE}`);
+    else console.error(error);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,13 @@
+/** The middle value (the mean of the two middle values for an even count); undefined when empty. */
+export function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** The smallest and largest value; undefined when empty. */
+export function spread(values: readonly number[]): { min: number; max: number } | undefined {
+  if (values.length === 0) return undefined;
+  return { min: Math.min(...values), max: Math.max(...values) };
+}

@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import type { Connection, QueryResult } from '../driver/driver.js';
+import { BatchRolledBackError, StatementError, TransactionEndedError } from '../errors.js';
+import type { BoundStatement, Statement } from '../statement.js';
+import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
+
+const statement = (name: string): Statement => ({ name, sql: name, params: ['id'] });
+const sessionStatement = (name: string): Statement => ({ name, sql: name, params: [] });
+
+const statements: ClaimTransactionStatements = {
+  commit: sessionStatement('session.commit'),
+  rollbackToSavepoint: sessionStatement('session.rollbackToSavepoint'),
+  settlements: {
+    finish: [statement('settle.finish')],
+    retry: [statement('rowLock.retry')],
+    retryAfter: [statement('rowLock.retryAfter')],
+    deadLetter: [statement('settle.deadLetter')],
+  },
+};
+
+/** A connection that records what ran on it and fails the statements it is told to. */
+class RecordingConnection implements Connection {
+  readonly ran: string[] = [];
+  ending: 'released' | 'destroyed' | undefined;
+  readonly #failing = new Set<string>();
+
+  failOn(name: string): void {
+    this.#failing.add(name);
+  }
+
+  async execute(bound: BoundStatement): Promise<QueryResult> {
+    if (this.#failing.has(bound.name)) {
+      throw new StatementError({ statement: bound.name, database: 'test', cause: new Error('refused by the test') });
+    }
+    const what = bound.name === 'context.tx.query' ? bound.sql : bound.name;
+    this.ran.push(bound.values.length > 0 ? `${what} ${String(bound.values[0])}` : what);
+    return { rows: [], affectedRows: 1, columns: [] };
+  }
+
+  async prepare(): Promise<void> {}
+
+  release(): void {
+    this.ending ??= 'released';
+  }
+
+  destroy(): void {
+    this.ending ??= 'destroyed';
+  }
+}
+
+function claimOf(rowCount: number, transactional = false) {
+  const connection = new RecordingConnection();
+  const transaction = new ClaimTransaction({ statements, connection, rowCount, subscription: 'jobs/emails', transactional });
+  const rows = Array.from({ length: rowCount }, (_, index) =>
+    transaction.hold({ row: {}, id: String(index + 1), idValue: index + 1, attempt: 1 }),
+  );
+  return { connection, rows };
+}
+
+describe('ClaimTransaction batches (row lock form)', () => {
+  it('settles every row of a batch in one transaction, each only once the last one committed', async () => {
+    const { connection, rows } = claimOf(3);
+    const settled: string[] = [];
+    const first = rows[0]!.settle({ kind: 'finish' }).then(() => settled.push('1'));
+    const second = rows[1]!.settle({ kind: 'retry' }).then(() => settled.push('2'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toEqual([]);
+    await rows[2]!.settle({ kind: 'finish' });
+    await Promise.all([first, second]);
+    expect(connection.ran).toEqual(['settle.finish 1', 'rowLock.retry 2', 'settle.finish 3', 'session.commit']);
+    expect(connection.ending).toBe('released');
+  });
+
+  it('rolls the whole batch back when one settlement fails: that row gets its error, the others BatchRolledBackError', async () => {
+    const { connection, rows } = claimOf(3);
+    const first = rows[0]!.settle({ kind: 'finish' });
+    connection.failOn('rowLock.retry');
+    const second = rows[1]!.settle({ kind: 'retry' });
+    const third = rows[2]!.settle({ kind: 'finish' });
+    await expect(second).rejects.toBeInstanceOf(StatementError);
+    for (const [row, outcome] of [
+      ['1', first],
+      ['3', third],
+    ] as const) {
+      const error = await outcome.catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(BatchRolledBackError);
+      expect(error).toMatchObject({ id: row, subscription: 'jobs/emails', code: 'BATCH_ROLLED_BACK' });
+      expect((error as Error).cause).toBeInstanceOf(StatementError);
+    }
+    expect(connection.ran).toEqual(['settle.finish 1']);
+    expect(connection.ending).toBe('destroyed');
+  });
+
+  it('a failed commit fails the row that ran it and rolls back the others', async () => {
+    const { connection, rows } = claimOf(2);
+    connection.failOn('session.commit');
+    const first = rows[0]!.settle({ kind: 'finish' });
+    await expect(rows[1]!.settle({ kind: 'finish' })).rejects.toBeInstanceOf(StatementError);
+    await expect(first).rejects.toBeInstanceOf(BatchRolledBackError);
+    expect(connection.ending).toBe('destroyed');
+  });
+});
+
+describe('ClaimTransaction in transactional mode', () => {
+  it('commits the handler writes with an ack, and runs what waits for the commit', async () => {
+    const { connection, rows } = claimOf(1, true);
+    const transaction = rows[0]!.transaction!;
+    await transaction.query('INSERT handler row');
+    const afterCommit: string[] = [];
+    transaction.afterCommit(() => afterCommit.push('woken'));
+    await rows[0]!.settle({ kind: 'finish', commitsHandlerWrites: true });
+    expect(connection.ran).toEqual(['INSERT handler row', 'settle.finish 1', 'session.commit']);
+    expect(afterCommit).toEqual(['woken']);
+    await expect(transaction.query('INSERT too late')).rejects.toBeInstanceOf(TransactionEndedError);
+  });
+
+  it.each([
+    ['retry', { kind: 'retry' }, 'rowLock.retry 1'],
+    ['drop', { kind: 'finish' }, 'settle.finish 1'],
+    ['dead letter', { kind: 'deadLetter', target: { kind: 'group', group: 'failed' } }, 'settle.deadLetter 1'],
+  ] as const)('rolls the handler writes back to the savepoint before a %s', async (_, settlement, settles) => {
+    const { connection, rows } = claimOf(1, true);
+    const transaction = rows[0]!.transaction!;
+    await transaction.query('INSERT handler row');
+    const afterCommit: string[] = [];
+    transaction.afterCommit(() => afterCommit.push('woken'));
+    await rows[0]!.settle(settlement);
+    expect(connection.ran).toEqual(['INSERT handler row', 'session.rollbackToSavepoint', settles, 'session.commit']);
+    expect(afterCommit).toEqual([]);
+  });
+
+  it('rolls the handler writes back before handing the row back', async () => {
+    const { connection, rows } = claimOf(1, true);
+    await rows[0]!.handBack();
+    expect(connection.ran).toEqual(['session.rollbackToSavepoint', 'session.commit']);
+    await expect(rows[0]!.transaction!.query('SELECT 1')).rejects.toBeInstanceOf(TransactionEndedError);
+  });
+
+  it('ends the whole transaction when the rollback to the savepoint fails', async () => {
+    const { connection, rows } = claimOf(1, true);
+    connection.failOn('session.rollbackToSavepoint');
+    await expect(rows[0]!.settle({ kind: 'retry' })).rejects.toBeInstanceOf(StatementError);
+    expect(connection.ran).toEqual([]);
+    expect(connection.ending).toBe('destroyed');
+  });
+
+  it('lends a transaction to one row only', () => {
+    expect(() => claimOf(2, true)).toThrow(/single deliveries/);
+  });
+});

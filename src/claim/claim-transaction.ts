@@ -1,0 +1,160 @@
+import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
+import type { Connection } from '../driver/driver.js';
+import { BatchRolledBackError } from '../errors.js';
+import { createDeferred } from '../internal/deferred.js';
+import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { commitsHandlerWrites, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
+
+/** The statements a claim transaction runs after the claim, rendered once when the subscription opens. */
+export interface ClaimTransactionStatements {
+  readonly commit: Statement;
+  /** Transactional mode: undoes the handler's writes, back to the savepoint set after the claim. */
+  readonly rollbackToSavepoint: Statement;
+  readonly settlements: Readonly<Record<Settlement['kind'], Statement[]>>;
+}
+
+export interface ClaimTransactionOptions {
+  readonly statements: ClaimTransactionStatements;
+  readonly connection: Connection;
+  readonly rowCount: number;
+  /** Names the subscription in `BatchRolledBackError`. */
+  readonly subscription: string;
+  /** Transactional mode: the one row's handler writes into this transaction, after its savepoint. */
+  readonly transactional: boolean;
+}
+
+/**
+ * The open transaction of one row lock claim, shared by the rows it took (a batch, or one row).
+ * Each row's settlement runs its statements in it; the last one commits and returns the
+ * connection, so the settlements take effect together. A failed statement ends the session: the
+ * server rolls the whole claim back and every row returns to the queue as it was. The row whose
+ * statement failed gets that error; the others get `BatchRolledBackError`, whether they settled
+ * before or after it, since their settlements never took effect.
+ */
+export class ClaimTransaction {
+  readonly #options: ClaimTransactionOptions;
+  readonly #ended = createDeferred();
+  #open: number;
+  #failure: unknown;
+  #queue: Promise<unknown> = Promise.resolve();
+  #handlerTransaction: DeliveryTransaction | undefined;
+
+  constructor(options: ClaimTransactionOptions) {
+    this.#options = options;
+    this.#open = options.rowCount;
+    // Rows that failed on their own statement never wait for the end; the failure is theirs.
+    this.#ended.promise.catch(() => undefined);
+  }
+
+  hold(claimed: ClaimedRow): HeldRow {
+    const transaction = this.#lendTransaction(claimed);
+    let settled = false;
+    const once = (run: () => Promise<void>) => {
+      if (settled) return Promise.reject(new TypeError(`row ${claimed.id} was already settled`));
+      settled = true;
+      return this.#serial(run);
+    };
+    return {
+      ...claimed,
+      transaction,
+      settle: async (settlement) => {
+        await once(() => this.#settle(claimed, settlement));
+        await this.#untilCommitted(claimed);
+      },
+      // The row returns to the queue whether the claim commits or rolls back: nothing to wait for.
+      handBack: () => once(() => this.#handBack()),
+    };
+  }
+
+  /** Transactional mode lends the claim's one row the transaction, from its savepoint on. */
+  #lendTransaction(claimed: ClaimedRow): DeliveryTransaction | undefined {
+    if (!this.#options.transactional) return undefined;
+    if (this.#handlerTransaction !== undefined || this.#options.rowCount !== 1) {
+      throw new TypeError('a transactional claim takes one row: transactional mode is for single deliveries');
+    }
+    this.#handlerTransaction = new DeliveryTransaction(this.#options.connection, claimed.id);
+    return this.#handlerTransaction;
+  }
+
+  /** Statements on one connection run one after another, in settlement order. */
+  #serial(run: () => Promise<void>): Promise<void> {
+    const next = this.#queue.then(run);
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #untilCommitted(claimed: ClaimedRow): Promise<void> {
+    try {
+      await this.#ended.promise;
+    } catch (failure) {
+      throw new BatchRolledBackError({ id: claimed.id, subscription: this.#options.subscription, cause: failure });
+    }
+  }
+
+  async #settle(claimed: ClaimedRow, settlement: Settlement): Promise<void> {
+    if (this.#failure !== undefined) return;
+    const { connection, statements } = this.#options;
+    const values: ParamValues = {
+      id: claimed.idValue,
+      now: new Date(),
+      retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
+      delayMicroseconds: settlement.kind === 'retryAfter' ? Math.round(settlement.delayMs * 1000) : undefined,
+      destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
+    };
+    try {
+      if (!commitsHandlerWrites(settlement)) await this.#rollBackHandlerWrites();
+      this.#handlerTransaction?.endLoan();
+      for (const statement of statements.settlements[settlement.kind]) {
+        await connection.execute(bindStatement(statement, values));
+      }
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    }
+    await this.#finishRow();
+  }
+
+  async #handBack(): Promise<void> {
+    if (this.#failure !== undefined) return;
+    try {
+      await this.#rollBackHandlerWrites();
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    }
+    await this.#finishRow();
+  }
+
+  /** Transactional mode: back to the savepoint, keeping the claim's row locks (and FIFO guard). */
+  async #rollBackHandlerWrites(): Promise<void> {
+    const transaction = this.#handlerTransaction;
+    if (transaction === undefined) return;
+    transaction.endLoan();
+    await this.#options.connection.execute(bindStatement(this.#options.statements.rollbackToSavepoint, {}));
+    transaction.rolledBack();
+  }
+
+  async #finishRow(): Promise<void> {
+    this.#open -= 1;
+    if (this.#open > 0 || this.#failure !== undefined) return;
+    const { connection, statements } = this.#options;
+    try {
+      await connection.execute(bindStatement(statements.commit, {}));
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    }
+    connection.release();
+    this.#handlerTransaction?.committed();
+    this.#ended.resolve();
+  }
+
+  #fail(error: unknown): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    // The transaction's state is unknown: ending the session rolls all of it back.
+    this.#options.connection.destroy();
+    this.#handlerTransaction?.rolledBack();
+    this.#ended.reject(error);
+  }
+}

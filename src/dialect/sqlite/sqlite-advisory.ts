@@ -1,0 +1,47 @@
+import { UnsupportedError } from '../../errors.js';
+import type { Statement } from '../../statement.js';
+import type { TableSpec } from '../../table/table-spec.js';
+import {
+  candidateSelect,
+  keyTemplateOf,
+  renderAdvisoryRetryAfter,
+  renderTakeReturning,
+  type AdvisoryStatements,
+} from '../advisory-statements.js';
+import type { TableColumns } from '../dialect.js';
+import { BACKTICK_STYLE, identifier, joinSql, renderStatement, sql, textLiteral, type SqlText } from '../quoting.js';
+
+const DATABASE = 'sqlite';
+const style = BACKTICK_STYLE;
+
+/**
+ * SQLite has no session locks: the claim form keeps held keys in a registry inside the process,
+ * so the candidates carry no probe and lock and unlock are refused.
+ */
+export function createSqliteAdvisoryStatements(): AdvisoryStatements {
+  return Object.freeze({
+    candidates: (spec: TableSpec) =>
+      renderStatement(style, 'advisory.candidates', candidateSelect(spec, DATABASE, sqliteAdvisoryKey(spec), { limit: true })),
+    lock: (): Statement => refuseSessionLocks(),
+    unlock: (): Statement => refuseSessionLocks(),
+    take: (spec: TableSpec, columns: TableColumns) => renderTakeReturning(style, spec, columns, DATABASE),
+    retryAfter: (spec: TableSpec) => renderAdvisoryRetryAfter(style, spec),
+  });
+}
+
+/** `ifnull` makes a NULL column empty text, as on the other databases; the cast keeps a lone number column text. */
+export function sqliteAdvisoryKey(spec: TableSpec): SqlText {
+  const parts = keyTemplateOf(spec).map((part) =>
+    'literal' in part ? textLiteral(part.literal) : sql`ifnull(${identifier(part.column)}, '')`,
+  );
+  return sql`CAST(${joinSql(parts, ' || ')} AS TEXT)`;
+}
+
+function refuseSessionLocks(): never {
+  throw new UnsupportedError({
+    database: DATABASE,
+    feature: 'session locks',
+    message:
+      'SQLite has no session locks; the advisory lock form keeps its keys in a registry inside the process (capability supportsSessionLocks is false), so do not render lock or unlock statements for it',
+  });
+}
