@@ -3,6 +3,8 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BENCH_DATABASE_NAMES, DEFAULT_MARIADB_URL, DEFAULT_POSTGRES_URL } from './bench-database.js';
+import { readCount, readList, UsageError } from './command-line.js';
+import { LATENCY_USAGE, runLatencyCommand } from './latency/latency-command.js';
 import { describeMachine } from './machine.js';
 import { BENCH_FORMS } from './partitioning/bench-table.js';
 import { runPartitioningBenchmark, type PartitioningSettings } from './partitioning/partitioning-benchmark.js';
@@ -27,9 +29,9 @@ and drops it; SQLite runs use a new file in the temporary directory.`;
 
 const DEFAULT_OUTPUT = fileURLToPath(new URL('./results/partitioning.json', import.meta.url));
 
-class UsageError extends Error {}
-
 async function main(argv: string[]): Promise<number> {
+  // Each benchmark reads its own options: the first word names it.
+  if (argv[0] === 'latency') return runLatencyCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -49,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1 || positionals[0] !== 'partitioning') {
-    throw new UsageError(`name the benchmark to run; the one there is: partitioning (got ${positionals.join(' ') || 'none'})`);
+    throw new UsageError(`name the benchmark to run; the ones there are: partitioning, latency (got ${positionals.join(' ') || 'none'})`);
   }
   const settings: PartitioningSettings = {
     messages: readCount(values.messages, '--messages', 2),
@@ -98,24 +100,10 @@ async function main(argv: string[]): Promise<number> {
   return outcome.isInterrupted ? 130 : 0;
 }
 
-function readCount(text: string, flag: string, least: number): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < least) throw new UsageError(`${flag} takes whole numbers of at least ${least}; got "${text}"`);
-  return value;
-}
-
-function readList<Name extends string>(text: string, flag: string, known: readonly Name[]): Name[] {
-  const items = text.split(',').map((item) => item.trim());
-  for (const item of items) {
-    if (!(known as readonly string[]).includes(item)) throw new UsageError(`${flag}: "${item}" is not one of ${known.join(', ')}`);
-  }
-  return items as Name[];
-}
-
 main(process.argv.slice(2)).then(
   (exitCode) => (process.exitCode = exitCode),
   (error: unknown) => {
-    if (error instanceof UsageError) console.error(`${error.message}\n\n${USAGE}`);
+    if (error instanceof UsageError) console.error(`${error.message}\n\n${process.argv[2] === 'latency' ? LATENCY_USAGE : USAGE}`);
     else console.error(error);
     process.exitCode = 1;
   },

@@ -94,10 +94,16 @@ export function serviceSuite(context: SuiteContext): void {
         await broker.publishMany(queue, [{ payload: 1 }, { payload: 2 }]);
         await seen.waitFor(2);
         expect(await killOtherConnections(context)).toBeGreaterThan(0);
-        await broker.publishMany(queue, [{ payload: 3 }, { payload: 4 }]).catch(() =>
-          // The publish itself may meet a killed pooled connection; the service would retry it.
-          broker.publishMany(queue, [{ payload: 3 }, { payload: 4 }]),
-        );
+        // The publish may meet killed pooled connections, one per idle connection the pool
+        // kept; a service retries it, as here, until the pool has opened a live one.
+        for (let attempt = 1; ; attempt += 1) {
+          try {
+            await broker.publishMany(queue, [{ payload: 3 }, { payload: 4 }]);
+            break;
+          } catch (error) {
+            if (attempt > 10) throw error;
+          }
+        }
         await seen.waitFor(4, 30_000);
         // A delivery whose connection died before its settlement committed comes back (at least
         // once): wait for the queue to empty rather than for a count of handler calls.
