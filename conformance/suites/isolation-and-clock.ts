@@ -152,9 +152,14 @@ export function isolationAndClockSuite(context: SuiteContext): void {
     });
   });
 
-  describe.skipIf(!stand.capabilities.supportsRowLock)('database clock', () => {
+  const clockForms = [...(stand.capabilities.supportsRowLock ? ['row lock' as const] : []), 'advisory lock' as const];
+  describe.each(clockForms)('database clock, %s form', (form) => {
     it('claims, delays, publishes and marks by the database clock while the host clock is an hour behind', async () => {
-      const table = defineTable({ ...jobsDeclaration({ form: 'rowLock', mark: true }), clock: 'database' });
+      const table = defineTable({
+        ...jobsDeclaration({ form: 'rowLock', mark: true }),
+        ...(form === 'advisory lock' ? { advisoryLock: 'clock-{id}' } : {}),
+        clock: 'database',
+      });
       await createTable(stand, context.db, table);
       const queue = table.queue('emails');
       vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });

@@ -121,11 +121,8 @@ export function claimOrder(spec: TableSpec): SqlText {
  * would silently change the timing the table declared, so it is refused instead.
  */
 export function refuseUnbuiltClaims(spec: TableSpec, database: string): void {
-  if (spec.clock !== 'database' || spec.form === 'rowLock') return;
-  const reason =
-    spec.form === 'lease'
-      ? 'the lease form computes its tokens on the host, so it cannot use the database clock'
-      : `it is not available on ${database} yet in the ${spec.form} form`;
+  if (spec.clock !== 'database' || spec.form !== 'lease') return;
+  const reason = 'the lease form computes its tokens on the host, so it cannot use the database clock';
   throw new UnsupportedError({
     database,
     feature: 'database clock',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeclarationError, UnsupportedError } from '../../errors.js';
+import { DeclarationError } from '../../errors.js';
 import { createTableSpec } from '../../table/table-spec.js';
 import {
   advisoryKeyTable,
@@ -44,11 +44,24 @@ describe('mysql advisory.candidates', () => {
     );
   });
 
-  it('refuses a table without a key template, and the database clock', () => {
+  it('refuses a table without a key template', () => {
     expect(() => mysql.advisory.candidates(everyRoleTable.spec)).toThrow(DeclarationError);
-    const databaseClock = createTableSpec({ table: 'jobs', id: 'id', advisoryLock: 'k-{id}', clock: 'database' });
-    expect(() => mariadb.advisory.candidates(databaseClock)).toThrow(UnsupportedError);
-    expect(() => mariadb.advisory.take(databaseClock, ['id'])).toThrow(/not available on mariadb/);
+  });
+
+  it('reads the database clock on a clock: "database" table, delays included', () => {
+    const databaseClock = createTableSpec({
+      table: 'jobs',
+      id: 'id',
+      retryAfter: 'retry_after',
+      advisoryLock: 'k-{id}',
+      clock: 'database',
+    });
+    expect(statementText(mariadb.advisory.retryAfter(databaseClock)!)).toEqual({
+      name: 'advisory.retryAfter',
+      sql: 'UPDATE `jobs` SET `retry_after` = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE `id` = ?',
+      params: ['delayMicroseconds', 'id'],
+    });
+    expect(statementText(mariadb.advisory.candidates(databaseClock)).sql).toContain('WHERE `retry_after` <= UTC_TIMESTAMP(6) AND IS_USED_LOCK(');
   });
 });
 

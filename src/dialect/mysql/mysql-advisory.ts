@@ -1,3 +1,4 @@
+import { MYSQL_CLOCK } from '../database-clock.js';
 import { MAX_IDENTIFIER_CHARACTERS } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import {
@@ -9,9 +10,9 @@ import {
   type AdvisoryStatements,
 } from '../advisory-statements.js';
 import type { TableColumns } from '../dialect.js';
-import { BACKTICK_STYLE, fixedSql, identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlText } from '../quoting.js';
+import { BACKTICK_STYLE, fixedSql, identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlStyle, type SqlText } from '../quoting.js';
 
-const style = BACKTICK_STYLE;
+const style: SqlStyle = { ...BACKTICK_STYLE, clock: MYSQL_CLOCK };
 
 /** GET_LOCK refuses a name longer than this many characters. */
 const MAX_LOCK_NAME_CHARACTERS = MAX_IDENTIFIER_CHARACTERS;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeclarationError, UnsupportedError } from '../../errors.js';
+import { DeclarationError } from '../../errors.js';
 import { createTableSpec } from '../../table/table-spec.js';
 import {
   advisoryKeyTable,
@@ -37,12 +37,29 @@ describe('postgres advisory.candidates', () => {
     );
   });
 
-  it('refuses a table without a key template, and the database clock', () => {
+  it('refuses a table without a key template', () => {
     expect(() => postgres.advisory.candidates(everyRoleTable.spec)).toThrow(DeclarationError);
     expect(() => postgres.advisory.candidates(everyRoleTable.spec)).toThrow(/advisoryLock: "jobs-\{id\}"/);
-    const databaseClock = createTableSpec({ table: 'jobs', id: 'id', advisoryLock: 'k-{id}', clock: 'database' });
-    expect(() => postgres.advisory.candidates(databaseClock)).toThrow(UnsupportedError);
-    expect(() => postgres.advisory.take(databaseClock, ['id'])).toThrow(/use clock: "host"/);
+  });
+
+  it('reads the database clock on a clock: "database" table, delays included', () => {
+    const databaseClock = createTableSpec({
+      table: 'jobs',
+      id: 'id',
+      retryAfter: 'retry_after',
+      advisoryLock: 'k-{id}',
+      clock: 'database',
+    });
+    expect(statementText(postgres.advisory.candidates(databaseClock))).toEqual({
+      name: 'advisory.candidates',
+      sql: 'SELECT "id", "tablequeue_key" FROM (SELECT "id", concat(\'k-\', "id") AS "tablequeue_key" FROM "jobs" WHERE "retry_after" <= statement_timestamp() ORDER BY "retry_after", "id" OFFSET 0) AS tablequeue_candidates WHERE pg_try_advisory_xact_lock_shared(hashtextextended("tablequeue_key", 0)) LIMIT $1',
+      params: ['limit'],
+    });
+    expect(statementText(postgres.advisory.retryAfter(databaseClock)!)).toEqual({
+      name: 'advisory.retryAfter',
+      sql: 'UPDATE "jobs" SET "retry_after" = statement_timestamp() + $1::bigint * interval \'1 microsecond\' WHERE "id" = $2',
+      params: ['delayMicroseconds', 'id'],
+    });
   });
 });
 

@@ -1,3 +1,4 @@
+import { POSTGRES_CLOCK } from '../database-clock.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import {
   ADVISORY_CONFIRMED_COLUMN,
@@ -9,10 +10,10 @@ import {
   type AdvisoryStatements,
 } from '../advisory-statements.js';
 import type { TableColumns } from '../dialect.js';
-import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, type SqlText } from '../quoting.js';
+import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, type SqlStyle, type SqlText } from '../quoting.js';
 
 const DATABASE = 'postgres';
-const style = DOUBLE_QUOTE_STYLE;
+const style: SqlStyle = { ...DOUBLE_QUOTE_STYLE, clock: POSTGRES_CLOCK };
 
 /**
  * Session-level advisory locks on a 64-bit hash of the key (`hashtextextended`, PostgreSQL 11).

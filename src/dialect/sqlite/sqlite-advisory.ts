@@ -1,3 +1,4 @@
+import { SQLITE_CLOCK } from '../database-clock.js';
 import { UnsupportedError } from '../../errors.js';
 import type { Statement } from '../../statement.js';
 import type { TableSpec } from '../../table/table-spec.js';
@@ -9,10 +10,10 @@ import {
   type AdvisoryStatements,
 } from '../advisory-statements.js';
 import type { TableColumns } from '../dialect.js';
-import { BACKTICK_STYLE, identifier, joinSql, renderStatement, sql, textLiteral, type SqlText } from '../quoting.js';
+import { BACKTICK_STYLE, identifier, joinSql, renderStatement, sql, textLiteral, type SqlStyle, type SqlText } from '../quoting.js';
 
 const DATABASE = 'sqlite';
-const style = BACKTICK_STYLE;
+const style: SqlStyle = { ...BACKTICK_STYLE, clock: SQLITE_CLOCK };
 
 /**
  * SQLite has no session locks: the claim form keeps held keys in a registry inside the process,
