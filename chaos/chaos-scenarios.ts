@@ -192,6 +192,9 @@ function restartServer(stand: Stand): void {
     return;
   }
   execFileSync('mariadb-admin', ['-h', '127.0.0.1', '-u', 'root', 'shutdown']);
+  // The old server must be gone before the new one starts: start-stop-daemon --oknodo sees a
+  // server still shutting down as running and starts nothing.
+  waitUntil(() => !isProcessRunning('mariadbd'), 'the old MariaDB server to exit');
   execFileSync('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']);
   for (let attempt = 0; attempt < 60; attempt += 1) {
     try {
@@ -202,4 +205,21 @@ function restartServer(stand: Stand): void {
     }
   }
   throw new Error('MariaDB did not come back within 60 s');
+}
+
+function isProcessRunning(name: string): boolean {
+  try {
+    execFileSync('pgrep', ['-x', name], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function waitUntil(check: () => boolean, what: string): void {
+  for (let attempt = 0; attempt < 120; attempt += 1) {
+    if (check()) return;
+    execFileSync('sleep', ['0.5']);
+  }
+  throw new Error(`timed out waiting for ${what}`);
 }
