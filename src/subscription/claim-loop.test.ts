@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { HeldRow } from '../claim/claim-form.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
 import { ClaimLoop } from './claim-loop.js';
@@ -31,7 +31,7 @@ class ScriptedClaims {
 }
 
 /** Deliveries never finish, so the workers the test gives rows to stay busy. */
-function createLoop(claims: ScriptedClaims, workers = 1): ClaimLoop {
+function createLoop(claims: ScriptedClaims, workers = 1, onClaimError: (error: unknown) => void = () => undefined): ClaimLoop {
   const dispatcher = new WorkerSlots({ workers, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
   const loop: ClaimLoop = new ClaimLoop({
     dispatcher,
@@ -42,7 +42,8 @@ function createLoop(claims: ScriptedClaims, workers = 1): ClaimLoop {
     pollIntervalMs: 60_000,
     poolStats: () => ({ size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0 }),
     claim: claims.claim,
-    onClaimError: () => undefined,
+    onClaimError,
+    isContention: (error) => (error as Error).message === 'deadlock',
     handBack: () => Promise.resolve(),
   });
   return loop;
@@ -62,6 +63,24 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
+  it('retries a claim that met a deadlock at once, counts it, and reports nothing', async () => {
+    const claims = new ScriptedClaims();
+    const reported: unknown[] = [];
+    const loop = createLoop(claims, 1, (error) => reported.push(error));
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.reject(new Error('deadlock'));
+    // The retry starts at once, not after FAILED_CLAIM_BACKOFF_MS.
+    await claims.started(2);
+    expect(loop.counters.deadlocksRetried).toBe(1);
+    expect(loop.counters.failedClaims).toBe(0);
+    expect(reported).toEqual([]);
+    claims.pending[1]!.reject(new Error('not contention'));
+    await vi.waitFor(() => expect(reported).toHaveLength(1));
+    expect(loop.counters.failedClaims).toBe(1);
+    await loop.stop();
+  });
+
   it('WP-2: counts the connections the form reports for units in work, one per row of an advisory batch', async () => {
     const claims = new ScriptedClaims();
     let rowsHoldingConnections = 3;
@@ -77,6 +96,7 @@ describe('ClaimLoop', () => {
       poolStats: () => ({ size: 4, held: rowsHoldingConnections, idle: 0, spare: 4 - rowsHoldingConnections, maxHeld: 3 }),
       claim: claims.claim,
       onClaimError: () => undefined,
+      isContention: () => false,
       handBack: () => Promise.resolve(),
     });
     loop.start();

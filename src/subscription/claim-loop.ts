@@ -4,6 +4,9 @@ import { abortableSleep } from '../internal/abortable-sleep.js';
 import { WakeSignal } from '../internal/wake-signal.js';
 import type { DeliveryUnit, Dispatcher } from './dispatcher.js';
 
+/** Claims retried at once in a row after contention before the next failure is reported. */
+export const MAX_CONTENTION_RETRIES = 5;
+
 /** After a claim statement fails, the next claim waits this long (not the poll interval). */
 export const FAILED_CLAIM_BACKOFF_MS = 1_000;
 
@@ -35,6 +38,11 @@ export interface ClaimLoopOptions {
   readonly poolStats: () => PoolStats;
   readonly claim: (limit: number) => Promise<HeldRow[]>;
   readonly onClaimError: (error: unknown) => void;
+  /**
+   * Whether a failed claim met only contention (a deadlock or a lock wait timeout): it took
+   * nothing and lost nothing, so it is retried at once and counted instead of reported.
+   */
+  readonly isContention: (error: unknown) => boolean;
   /** Rows claimed after stop began, and rows still waiting at stop, go back through this. */
   readonly handBack: (row: HeldRow) => Promise<void>;
 }
@@ -43,6 +51,7 @@ export interface ClaimLoopCounters {
   claims: number;
   emptyClaims: number;
   failedClaims: number;
+  deadlocksRetried: number;
   maxConnectionsHeld: number;
   maxClaimsRunning: number;
 }
@@ -62,6 +71,7 @@ export class ClaimLoop {
     claims: 0,
     emptyClaims: 0,
     failedClaims: 0,
+    deadlocksRetried: 0,
     maxConnectionsHeld: 0,
     maxClaimsRunning: 0,
   };
@@ -75,6 +85,7 @@ export class ClaimLoop {
    */
   #claimsRunning = 0;
   #isProbing = true;
+  #contentionRetries = 0;
   #isWaiting = false;
   #isBackingOff = false;
   /** The next empty wait; shorter than the poll interval while the queue was recently busy. */
@@ -153,7 +164,7 @@ export class ClaimLoop {
     this.#noteConnections();
     void claim.then((result) => {
       this.#claimsInFlight.delete(claim);
-      if (result !== 'took rows' && this.#claimsRunning === 0 && !this.#isStopping) {
+      if ((result === 'empty' || result === 'failed') && this.#claimsRunning === 0 && !this.#isStopping) {
         void this.#waitThenPump(result);
       } else {
         this.#pump();
@@ -161,14 +172,21 @@ export class ClaimLoop {
     });
   }
 
-  async #runClaim(): Promise<'took rows' | 'empty' | 'failed'> {
+  async #runClaim(): Promise<'took rows' | 'empty' | 'failed' | 'contended'> {
     const { claim, dispatcher, isBatch, rowsPerClaim } = this.#options;
     let rows: HeldRow[];
     try {
       this.counters.claims += 1;
       rows = await claim(rowsPerClaim);
+      this.#contentionRetries = 0;
     } catch (error) {
       this.#claimsRunning -= 1;
+      if (this.#options.isContention(error) && this.#contentionRetries < MAX_CONTENTION_RETRIES) {
+        this.#contentionRetries += 1;
+        this.counters.deadlocksRetried += 1;
+        return 'contended';
+      }
+      this.#contentionRetries = 0;
       this.counters.failedClaims += 1;
       this.#isProbing = true;
       this.#options.onClaimError(error);

@@ -197,6 +197,7 @@ export class Subscription {
       poolStats: () => driver.stats(),
       claim: (limit) => form.claim(limit, new Date()),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
+      isContention: isClaimContention,
       handBack: (row) => this.#handBack(runtime, row),
     });
   }
@@ -254,7 +255,7 @@ export class Subscription {
       settleErrors: runner?.settleErrors ?? 0,
       leaseRenewals: this.#leaseRenewals,
       leasesLost: this.#leasesLost,
-      deadlocksRetried: 0,
+      deadlocksRetried: loop?.counters.deadlocksRetried ?? 0,
     };
   }
 
@@ -363,4 +364,14 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
 function keyOf(unit: DeliveryUnit, column: string): string | null {
   const value = unit[0]?.row[column];
   return value === null || value === undefined ? null : String(value);
+}
+
+/**
+ * A claim that met a deadlock or a lock wait timeout: MySQL/MariaDB errno 1213 and 1205,
+ * PostgreSQL SQLSTATE 40P01 (deadlock) and 40001 (serialization failure, at repeatable read or
+ * serializable). The claim's transaction was rolled back, so it took nothing.
+ */
+function isClaimContention(error: unknown): boolean {
+  if (!(error instanceof StatementError)) return false;
+  return error.errno === 1213 || error.errno === 1205 || error.sqlState === '40P01' || error.sqlState === '40001';
 }
