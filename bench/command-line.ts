@@ -1,3 +1,5 @@
+import { DEFAULT_MARIADB_URL, DEFAULT_POSTGRES_URL } from './bench-database.js';
+
 /** A mistake in the command line: printed with the benchmark's usage. */
 export class UsageError extends Error {}
 
@@ -13,4 +15,22 @@ export function readList<Name extends string>(text: string, flag: string, known:
     if (!(known as readonly string[]).includes(item)) throw new UsageError(`${flag}: "${item}" is not one of ${known.join(', ')}`);
   }
   return items as Name[];
+}
+
+/** The servers the benchmarks use: POSTGRES_URL and MARIADB_URL, or the local defaults. */
+export function serversFromEnvironment(): { postgresUrl: string; mariadbUrl: string } {
+  return {
+    postgresUrl: process.env.POSTGRES_URL ?? DEFAULT_POSTGRES_URL,
+    mariadbUrl: process.env.MARIADB_URL ?? DEFAULT_MARIADB_URL,
+  };
+}
+
+/** Ctrl-C ends the run in progress cleanly (its database is dropped) and keeps what was measured. */
+export function interruptOnSigint(): AbortSignal {
+  const interrupt = new AbortController();
+  process.once('SIGINT', () => {
+    console.error('interrupted: finishing the current run and dropping its database');
+    interrupt.abort();
+  });
+  return interrupt.signal;
 }

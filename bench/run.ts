@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BENCH_DATABASE_NAMES, DEFAULT_MARIADB_URL, DEFAULT_POSTGRES_URL } from './bench-database.js';
-import { readCount, readList, UsageError } from './command-line.js';
+import { readCount, readList, UsageError, interruptOnSigint, serversFromEnvironment } from './command-line.js';
 import { LATENCY_USAGE, runLatencyCommand } from './latency/latency-command.js';
 import { describeMachine } from './machine.js';
 import { BENCH_FORMS } from './partitioning/bench-table.js';
@@ -60,22 +60,14 @@ async function main(argv: string[]): Promise<number> {
     workerCounts: values.workers.split(',').map((item) => readCount(item, '--workers', 1)),
     rounds: readCount(values.rounds, '--rounds', 1),
     runTimeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
-    servers: {
-      postgresUrl: process.env.POSTGRES_URL ?? DEFAULT_POSTGRES_URL,
-      mariadbUrl: process.env.MARIADB_URL ?? DEFAULT_MARIADB_URL,
-    },
+    servers: serversFromEnvironment(),
   };
   const output = resolve(values.output);
 
-  // Ctrl-C ends the run in progress cleanly (its database is dropped) and keeps what was measured.
-  const interrupt = new AbortController();
-  process.once('SIGINT', () => {
-    console.error('interrupted: finishing the current run and dropping its database');
-    interrupt.abort();
-  });
+  const interrupt = interruptOnSigint();
 
   const startedAt = new Date();
-  const outcome = await runPartitioningBenchmark(settings, interrupt.signal, (line) => console.log(line));
+  const outcome = await runPartitioningBenchmark(settings, interrupt, (line) => console.log(line));
   const results = {
     benchmark: 'partitioning',
     command: `npm run bench -- ${argv.join(' ')}`.trim(),

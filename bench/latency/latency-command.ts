@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BENCH_DATABASE_NAMES, DEFAULT_MARIADB_URL, DEFAULT_POSTGRES_URL } from '../bench-database.js';
-import { readCount, readList, UsageError } from '../command-line.js';
+import { readCount, readList, UsageError, interruptOnSigint, serversFromEnvironment } from '../command-line.js';
 import { describeMachine } from '../machine.js';
 import { BENCH_FORMS } from '../partitioning/bench-table.js';
 import { LATENCY_MODES, runLatencyBenchmark, type LatencySettings } from './latency-benchmark.js';
@@ -64,21 +64,14 @@ export async function runLatencyCommand(argv: string[]): Promise<number> {
     modes: readList(values.mode, '--mode', LATENCY_MODES),
     pollIntervalsMs: values['poll-interval-ms'].split(',').map((item) => readCount(item, '--poll-interval-ms', 1)),
     runTimeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
-    servers: {
-      postgresUrl: process.env.POSTGRES_URL ?? DEFAULT_POSTGRES_URL,
-      mariadbUrl: process.env.MARIADB_URL ?? DEFAULT_MARIADB_URL,
-    },
+    servers: serversFromEnvironment(),
   };
   const output = resolve(values.output);
 
-  const interrupt = new AbortController();
-  process.once('SIGINT', () => {
-    console.error('interrupted: ending the current run and dropping its database');
-    interrupt.abort();
-  });
+  const interrupt = interruptOnSigint();
 
   const startedAt = new Date();
-  const outcome = await runLatencyBenchmark(settings, interrupt.signal, (line) => console.log(line));
+  const outcome = await runLatencyBenchmark(settings, interrupt, (line) => console.log(line));
   const { servers: _servers, ...recordedSettings } = settings;
   const results = {
     benchmark: 'latency',
