@@ -1,0 +1,66 @@
+/**
+ * What the operator tools (CLI `stats | peek | requeue | purge`, the dashboard) read and change in
+ * a queue table. The dashboard and the CLI share these shapes; the statements behind them are
+ * dialect text with exact-SQL tests like every other statement.
+ */
+
+/** Counts of one group (queue) of a table, read in one statement. */
+export interface GroupCounts {
+  /** The group's value; `null` on a table without a group column (the whole table is one queue). */
+  readonly group: string | null;
+  /** Claimable now: not processed, not leased, retry time passed (or no retry time). */
+  readonly ready: number;
+  /** Waiting for a retry time in the future. */
+  readonly delayed: number;
+  /** Leased (locked_until in the future) or row-locked by a claim in progress where the database can tell. */
+  readonly inWork: number;
+  /** Marked processed (tables with a processedAt column); 0 on tables that delete on ack. */
+  readonly processed: number;
+  /** Seconds since the oldest ready row became ready; `null` when none is ready or the table cannot tell. */
+  readonly oldestReadyAgeSeconds: number | null;
+}
+
+/** A snapshot of one queue table. */
+export interface TableInspection {
+  /** `schema.name` or `name`. */
+  readonly table: string;
+  readonly groups: readonly GroupCounts[];
+  /** Rows in the dead-letter group or table the inspector was told about; 0 when none. */
+  readonly deadLettered: number;
+  /** When the snapshot was read (host clock). */
+  readonly readAt: Date;
+}
+
+/** One row as `peek` shows it: the payload decoded as text (UTF-8) and JSON when it parses. */
+export interface PeekedRow {
+  readonly id: string;
+  readonly group: string | null;
+  readonly attempt: number | null;
+  readonly retryAfter: Date | null;
+  readonly lockedUntil: Date | null;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The payload parsed as JSON, or its text when it is not JSON, or `null` without a payload column. */
+  readonly payload: unknown;
+  /** The last error recorded in the headers by a dead-letter move, when there is one. */
+  readonly lastError: string | null;
+}
+
+/** Where dead letters of a table go: a group of the same table or another table. */
+export type DeadLetterLocation =
+  | { readonly kind: 'group'; readonly group: string }
+  | { readonly kind: 'table'; readonly table: string };
+
+export interface QueueInspector {
+  inspect(): Promise<TableInspection>;
+  /** Up to `limit` rows (default 10) in claim order, optionally of one group or of the dead letters. */
+  peek(options?: { group?: string; deadLetters?: boolean; limit?: number }): Promise<PeekedRow[]>;
+  /**
+   * Moves dead letters back to `toGroup` (a dead-letter group) or into the queue table (a
+   * dead-letter table), attempt reset, in one transaction. `ids` picks rows; without it, all.
+   * Returns how many moved.
+   */
+  requeue(options: { ids?: readonly string[]; toGroup?: string }): Promise<number>;
+  /** Deletes rows of one group, or every row without `group`, in one statement; returns how many. */
+  purge(options?: { group?: string }): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,34 @@
+/**
+ * Where an outbox relay sends records. The relay hands a destination records of one name in
+ * record order and marks them processed only after `send` resolves; `send` resolves only when the
+ * destination has confirmed every record (JetStream ack, RabbitMQ publisher confirm, a committed
+ * insert). A rejected `send` leaves every record of the call unprocessed, to be sent again after
+ * a backoff, so destinations must tolerate resends: each message carries the record id in the
+ * `OUTBOX_RECORD_ID_HEADER` header (and as JetStream's message id) for consumers to deduplicate.
+ */
+
+/** The header that carries the outbox record id on every relayed message. */
+export const OUTBOX_RECORD_ID_HEADER = 'tablequeue-outbox-id';
+
+/** One outbox record as the relay read it. */
+export interface OutboxRecord {
+  /** The record id, as text whatever the column type. */
+  readonly id: string;
+  /** The name the service wrote it under: a subject, routing key or queue group. */
+  readonly name: string;
+  /** The payload bytes exactly as written. */
+  readonly payload: Buffer;
+  /** The headers the service wrote, plus `OUTBOX_RECORD_ID_HEADER`. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface OutboxDestination {
+  /** Shown in logs, errors and stats: `nats jetstream`, `rabbitmq exchange "events"`, … */
+  readonly description: string;
+  /** Connects; called once by the relay before the first send and again after a failed send. */
+  open(): Promise<void>;
+  /** Sends records (all of one name, in record order) and resolves when every one is confirmed. */
+  send(records: readonly OutboxRecord[]): Promise<void>;
+  /** Closes what `open` opened. Harmless to call twice or before `open`. */
+  close(): Promise<void>;
+}
