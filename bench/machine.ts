@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cpus, release, totalmem, type } from 'node:os';
+import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const REPOSITORY_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -14,6 +14,11 @@ export interface MachineDescription {
   /** The commit the library was measured at, and whether src/ had changes not yet committed. */
   readonly gitCommit: string | undefined;
   readonly hasUncommittedSourceChanges: boolean | undefined;
+  /**
+   * The 1-, 5- and 15-minute load averages when this was read: other processes on the same
+   * cores (test suites, other benchmarks) show up here and explain noisy figures.
+   */
+  readonly loadAverage: readonly [number, number, number];
 }
 
 export function describeMachine(): MachineDescription {
@@ -26,6 +31,7 @@ export function describeMachine(): MachineDescription {
     memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
     gitCommit: git(['rev-parse', '--short', 'HEAD']),
     hasUncommittedSourceChanges: gitStatusOfSource(),
+    loadAverage: loadavg().map((value) => Math.round(value * 100) / 100) as [number, number, number],
   };
 }
 

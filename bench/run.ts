@@ -9,6 +9,8 @@ import { describeMachine } from './machine.js';
 import { BENCH_FORMS } from './partitioning/bench-table.js';
 import { runPartitioningBenchmark, type PartitioningSettings } from './partitioning/partitioning-benchmark.js';
 import { formatPartitioningTable } from './partitioning/partitioning-report.js';
+import { REPORT_USAGE, runReportCommand } from './suite/report-command.js';
+import { runSuiteCommand, SUITE_USAGE } from './suite/suite-command.js';
 
 const USAGE = `usage: npm run bench -- partitioning [options]
 
@@ -30,8 +32,10 @@ and drops it; SQLite runs use a new file in the temporary directory.`;
 const DEFAULT_OUTPUT = fileURLToPath(new URL('./results/partitioning.json', import.meta.url));
 
 async function main(argv: string[]): Promise<number> {
-  // Each benchmark reads its own options: the first word names it.
+  // Each benchmark reads its own options: the first word names it; without one, the suite runs.
   if (argv[0] === 'latency') return runLatencyCommand(argv);
+  if (argv[0] === 'report') return runReportCommand(argv);
+  if (argv[0] !== 'partitioning') return runSuiteCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -51,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1 || positionals[0] !== 'partitioning') {
-    throw new UsageError(`name the benchmark to run; the ones there are: partitioning, latency (got ${positionals.join(' ') || 'none'})`);
+    throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
   }
   const settings: PartitioningSettings = {
     messages: readCount(values.messages, '--messages', 2),
@@ -92,10 +96,23 @@ async function main(argv: string[]): Promise<number> {
   return outcome.isInterrupted ? 130 : 0;
 }
 
+function usageOf(benchmark: string | undefined): string {
+  switch (benchmark) {
+    case 'latency':
+      return LATENCY_USAGE;
+    case 'partitioning':
+      return USAGE;
+    case 'report':
+      return REPORT_USAGE;
+    default:
+      return SUITE_USAGE;
+  }
+}
+
 main(process.argv.slice(2)).then(
   (exitCode) => (process.exitCode = exitCode),
   (error: unknown) => {
-    if (error instanceof UsageError) console.error(`${error.message}\n\n${process.argv[2] === 'latency' ? LATENCY_USAGE : USAGE}`);
+    if (error instanceof UsageError) console.error(`${error.message}\n\n${usageOf(process.argv[2])}`);
     else console.error(error);
     process.exitCode = 1;
   },

@@ -17,7 +17,8 @@ export type ErrorCode =
   | 'CONNECTION'
   | 'CLOSED'
   | 'DECODE'
-  | 'ENCODE';
+  | 'ENCODE'
+  | 'DESTINATION';
 
 export class QueueError extends Error {
   readonly code: ErrorCode;
@@ -167,7 +168,7 @@ export class StatementError extends QueueError {
   }
 }
 
-/** The database could not be reached. */
+/** The database, or the server of an outbox destination, could not be reached. */
 export class ConnectionError extends QueueError {
   readonly host: string;
 
@@ -195,6 +196,20 @@ export class DecodeError extends QueueError {
 export class EncodeError extends QueueError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('ENCODE', message, options);
+  }
+}
+
+/**
+ * An outbox destination refused records or cannot take them as configured (no stream for the
+ * subject, no exchange, a nack, no queue bound): fix the destination; the records stay unsent.
+ */
+export class DestinationError extends QueueError {
+  /** The destination's description: `nats jetstream at …`, `rabbitmq exchange "…" at …`. */
+  readonly destination: string;
+
+  constructor(details: { destination: string; message: string; cause?: unknown }) {
+    super('DESTINATION', details.message, { cause: details.cause });
+    this.destination = details.destination;
   }
 }
 

@@ -12,6 +12,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   'mysql2/promise': ['driver/mysql2/'],
   'better-sqlite3': ['driver/better-sqlite3/', 'cli/'],
   'node:worker_threads': ['threads/'],
+  '@opentelemetry/api': ['observability/'],
+  nats: ['outbox/nats/'],
+  amqplib: ['outbox/rabbitmq/'],
 };
 
 function sourceFiles(folder: string): string[] {

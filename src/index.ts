@@ -1,6 +1,7 @@
 export { Broker } from './broker/broker.js';
 export type { BrokerEvents, BrokerStats } from './broker/broker.js';
 export type { BrokerOptions, Logger } from './broker/broker-options.js';
+export type { HeartbeatOptions } from './broker/heartbeat.js';
 export type { ListenerStats } from './broker/notify-listener.js';
 export { defineTable, Queue, QueueTable } from './definition/define-table.js';
 export type { DdlDialectName } from './definition/define-table.js';
@@ -20,6 +21,28 @@ export type {
 } from './subscription/subscription-options.js';
 export type { SubscriptionStats } from './subscription/subscription.js';
 export type { PoolStats } from './driver/driver.js';
+export { PROMETHEUS_CONTENT_TYPE } from './observability/metric-registry.js';
+export type { MetricsEndpoint, ServeMetricsOptions } from './observability/metrics-endpoint.js';
+export type { SettledOutcome } from './observability/broker-metrics.js';
+export { defineOutbox, OutboxTable } from './outbox/define-outbox.js';
+export type { OutboxDeclaration } from './outbox/define-outbox.js';
+export { Outbox } from './outbox/outbox.js';
+export { Relay } from './outbox/relay.js';
+export type { RelayStats } from './outbox/relay.js';
+export type { RelayOptions } from './outbox/relay-options.js';
+export { OUTBOX_RECORD_ID_HEADER } from './outbox/destination.js';
+export type { OutboxDestination, OutboxRecord, RelayTransaction } from './outbox/destination.js';
+export { queueDestination } from './outbox/queue-destination.js';
+export type { QueueDestinationOptions, QueuePublisher } from './outbox/queue-destination.js';
+export { DedupeTable, defineDedupeTable } from './outbox/dedupe.js';
+export type { DedupeDeclaration } from './outbox/dedupe.js';
+export { openQueueInspector } from './admin/open-queue-inspector.js';
+export type { InspectorColumnNames, QueueInspectorOptions, RequeueProgress, TableQueueInspector } from './admin/open-queue-inspector.js';
+export type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from './admin/inspection.js';
+export { createNatsDestination, NatsDestination } from './outbox/nats/nats-destination.js';
+export type { NatsDestinationOptions, NatsStreamOptions } from './outbox/nats/nats-destination.js';
+export { createRabbitMqDestination, RabbitMqDestination } from './outbox/rabbitmq/rabbitmq-destination.js';
+export type { RabbitMqDestinationOptions, RabbitMqExchangeType } from './outbox/rabbitmq/rabbitmq-destination.js';
 export type {
   ClaimFormName,
   ClockName,
@@ -36,6 +59,7 @@ export {
   ConnectionError,
   DecodeError,
   DeclarationError,
+  DestinationError,
   EncodeError,
   isQueueError,
   LeaseLostError,

@@ -16,9 +16,12 @@ export interface Statement {
  * - `lockedUntil`: the new lease expiry written by a claim or renewal; `held`: the lease token
  *   the caller holds (the expiry it wrote).
  * - `retryAfterAt`: when a delayed row becomes due. `destination`: a dead-letter group.
+ * - `lastError`: a dead letter's last failure as text, written into its headers.
  * - `delayMicroseconds`: a delay the database adds to its own now (tables with `clock: 'database'`).
  * - `channel`: a Postgres notification channel (see `NotifyStatements`).
  * - `key`: an advisory lock key as the candidate select rendered it (see `AdvisoryStatements`).
+ * - `ids`, `helds`, `retryAfterAts`: one array each, element `i` belonging to row `i`, where one
+ *   statement settles many leases (see `LeaseStatements.settleMany`).
  */
 export type ParamName =
   | 'id'
@@ -31,8 +34,12 @@ export type ParamName =
   | 'retryAfterAt'
   | 'delayMicroseconds'
   | 'destination'
+  | 'lastError'
   | 'channel'
   | 'key'
+  | 'ids'
+  | 'helds'
+  | 'retryAfterAts'
   | `column:${string}`;
 
 /** A statement with its values, ready for a driver. */

@@ -10,6 +10,8 @@ export interface DrainRun {
   readonly table: QueueTable;
   readonly workers: number;
   readonly messages: number;
+  /** Rows per claim (the service's `batch`, the raw loop's claim limit); one when absent. */
+  readonly batch?: number;
   /** Aborts on the run's timeout or an interrupt. */
   readonly signal: AbortSignal;
 }
@@ -32,6 +34,8 @@ export interface DrainMeasurement {
   readonly emptyClaims: number;
   /** The most pool connections held at once, as the driver counts them. */
   readonly maxConnectionsHeld: number;
+  /** The service only: claims that met a deadlock or lock wait timeout and were run again. */
+  readonly deadlocksRetried?: number;
   readonly errors: number;
   readonly firstError: string | undefined;
   /** The run was stopped by its timeout, an interrupt or too many errors before every row was handled. */
@@ -93,7 +97,7 @@ export class DrainWatch {
     if (this.#errors > MAX_ERRORS_PER_RUN) this.#cutShort();
   }
 
-  measurement(counts: Pick<DrainMeasurement, 'claims' | 'emptyClaims' | 'maxConnectionsHeld'>): DrainMeasurement {
+  measurement(counts: Pick<DrainMeasurement, 'claims' | 'emptyClaims' | 'maxConnectionsHeld' | 'deadlocksRetried'>): DrainMeasurement {
     const isComplete = this.#handled >= this.#expected && this.#lastHandledAt > 0;
     const seconds = isComplete ? (this.#lastHandledAt - this.#firstHandledAt) / 1000 : 0;
     const cpu = this.#cpuSinceFirst;

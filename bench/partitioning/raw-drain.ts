@@ -1,7 +1,8 @@
 import { DEFAULT_LEASE_MS } from '../../src/broker/broker-options.js';
+import { bindRepeated } from '../../src/claim/lease-coalesced-settlements.js';
 import { leaseExpiry } from '../../src/claim/lease-book.js';
 import { createDialect } from '../../src/dialect/create-dialect.js';
-import type { Dialect, TableColumns } from '../../src/dialect/dialect.js';
+import type { Dialect, LeaseSettleMany, TableColumns } from '../../src/dialect/dialect.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { bindStatement, type Statement } from '../../src/statement.js';
@@ -21,14 +22,16 @@ interface CycleContext {
   readonly dialect: Dialect;
   readonly spec: TableSpec;
   readonly columns: TableColumns;
+  /** Rows per claim statement. */
+  readonly batch: number;
   readonly onHandled: () => void;
 }
 
 /**
  * The baseline: the dialect's own claim and settle statements, bound with `bindStatement` and run
  * through the same driver on a pool of the same size, by `workers` async loops that each claim
- * one row, settle it and repeat until a claim comes back empty. Nothing else: no decoding, no
- * counters, no lease renewals, no pool budget.
+ * one row (or `run.batch` rows), settle it and repeat until a claim comes back empty. Nothing
+ * else: no decoding, no counters, no lease renewals, no pool budget.
  */
 export async function drainWithRawLoop(run: DrainRun): Promise<DrainMeasurement> {
   const watch = new DrainWatch(run.messages, run.signal);
@@ -39,7 +42,8 @@ export async function drainWithRawLoop(run: DrainRun): Promise<DrainMeasurement>
     const spec = run.table.spec;
     const probe = bindStatement(dialect.schema.probeColumns(spec), {});
     const columns = (await driver.execute(probe)).columns;
-    const context: CycleContext = { driver, dialect, spec, columns, onHandled: () => watch.recordHandled() };
+    const batch = run.batch ?? 1;
+    const context: CycleContext = { driver, dialect, spec, columns, batch, onHandled: () => watch.recordHandled() };
     const cycle = spec.form === 'lease' ? createLeaseCycle(context) : createRowLockCycle(context);
     const claims = { claims: 0, emptyClaims: 0 };
     const loops = Promise.all(Array.from({ length: run.workers }, () => runLoop(cycle, watch, claims)));
@@ -67,9 +71,12 @@ async function runLoop(cycle: RawCycle, watch: DrainWatch, counts: { claims: num
   }
 }
 
-/** BEGIN, `SELECT … FOR UPDATE SKIP LOCKED` of one row, the delete, COMMIT, all on one connection. */
+/**
+ * BEGIN, `SELECT … FOR UPDATE SKIP LOCKED` of one row (or a batch), a delete per row, COMMIT,
+ * all on one connection: the service's row lock claim transaction.
+ */
 function createRowLockCycle(context: CycleContext): RawCycle {
-  const { driver, dialect, spec, columns, onHandled } = context;
+  const { driver, dialect, spec, columns, batch, onHandled } = context;
   const begin = dialect.session.begin({ isolation: spec.isolation });
   const claim = dialect.rowLock.claim(spec, columns);
   const finish = dialect.settle.finish(spec, { fenced: false });
@@ -78,14 +85,12 @@ function createRowLockCycle(context: CycleContext): RawCycle {
     const connection = await driver.acquire();
     try {
       await runAll(connection, begin);
-      const [row] = (await connection.execute(bindStatement(claim, { now: new Date(), limit: 1 }))).rows;
-      if (row !== undefined) {
-        onHandled();
-        await connection.execute(bindStatement(finish, { id: row[spec.id.column] }));
-      }
+      const rows = (await connection.execute(bindStatement(claim, { now: new Date(), limit: batch }))).rows;
+      for (let index = 0; index < rows.length; index += 1) onHandled();
+      for (const row of rows) await connection.execute(bindStatement(finish, { id: row[spec.id.column] }));
       await connection.execute(bindStatement(commit, {}));
       connection.release();
-      return row !== undefined;
+      return rows.length > 0;
     } catch (error) {
       connection.destroy();
       throw error;
@@ -94,39 +99,86 @@ function createRowLockCycle(context: CycleContext): RawCycle {
 }
 
 /**
- * The lease claim (one statement, or MySQL/MariaDB's select-then-stamp transaction) on one
- * connection, then the fenced delete naming the lease token on another, as the service does.
+ * The lease claim (one statement, or MySQL/MariaDB's select-then-stamp transaction) of one row or
+ * a batch on one connection. One row is settled by the fenced delete naming its lease token; a
+ * batch by the statement the service's settlement coalescing runs (`lease.settleMany`: every
+ * row under its own token, padded to a power of two of rows as the service renders it).
  */
 function createLeaseCycle(context: CycleContext): RawCycle {
-  const { driver, dialect, spec, columns, onHandled } = context;
+  const { driver, dialect, spec, columns, batch, onHandled } = context;
   const claim = dialect.lease.claim(spec, columns);
   const commit = dialect.session.commit();
   const finish = dialect.settle.finish(spec, { fenced: true });
+  const finishMany = batch > 1 ? createFinishMany(context) : undefined;
   return async () => {
     const now = new Date();
     const lockedUntil = leaseExpiry(now, DEFAULT_LEASE_MS);
-    const values = { now, leaseNow: now, limit: 1, lockedUntil };
-    const { row, isTaken } = await withConnection(driver, async (connection) => {
+    const values = { now, leaseNow: now, limit: batch, lockedUntil };
+    const { rows, isTaken } = await withConnection(driver, async (connection) => {
       if (claim.kind === 'single') {
-        return { row: (await connection.execute(bindStatement(claim.statement, values))).rows[0], isTaken: false };
+        return { rows: (await connection.execute(bindStatement(claim.statement, values))).rows, isTaken: false };
       }
       await runAll(connection, claim.begin);
-      const [selected] = (await connection.execute(bindStatement(claim.select, values))).rows;
-      const stamp = selected && bindStatement(claim.stamp, { ...values, id: selected[spec.id.column] });
-      const isStamped = stamp !== undefined && (await connection.execute(stamp)).affectedRows > 0;
+      const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
+      const stamped: Record<string, unknown>[] = [];
+      for (const row of selected) {
+        const stamp = bindStatement(claim.stamp, { ...values, id: row[spec.id.column] });
+        if ((await connection.execute(stamp)).affectedRows > 0) stamped.push(row);
+      }
       await connection.execute(bindStatement(commit, {}));
-      return { row: isStamped ? selected : undefined, isTaken: selected !== undefined && !isStamped };
+      return { rows: stamped, isTaken: stamped.length < selected.length };
     });
+    for (let index = 0; index < rows.length; index += 1) onHandled();
+    const ids = rows.map((row) => row[spec.id.column]);
+    const settled =
+      finishMany !== undefined && ids.length > 1
+        ? await withConnection(driver, (connection) => finishMany(connection, ids, lockedUntil))
+        : (
+            await Promise.all(
+              ids.map((id) =>
+                withConnection(driver, async (connection) => {
+                  return (await connection.execute(bindStatement(finish, { id, held: lockedUntil }))).affectedRows;
+                }),
+              ),
+            )
+          ).reduce((sum, deleted) => sum + deleted, 0);
+    if (settled < ids.length) throw new Error(`${ids.length - settled} of ${ids.length} fenced deletes found another lease token`);
     // A row selected but not stamped was taken meanwhile: an error, not an empty queue.
-    if (isTaken) throw new Error('the lease stamp found the selected row taken');
-    if (row === undefined) return false;
-    onHandled();
-    const id = row[spec.id.column];
-    const deleted = await withConnection(driver, async (connection) => {
-      return (await connection.execute(bindStatement(finish, { id, held: lockedUntil }))).affectedRows;
-    });
-    if (deleted === 0) throw new Error(`row ${String(id)}: the fenced delete found another lease token`);
-    return true;
+    if (isTaken) throw new Error('the lease stamp found a selected row taken');
+    return rows.length > 0;
+  };
+}
+
+/** Finishes many leased rows in one statement (or MySQL/MariaDB's lock-then-write transaction); returns how many. */
+type FinishMany = (connection: Connection, ids: readonly unknown[], held: Date) => Promise<number>;
+
+function createFinishMany(context: CycleContext): FinishMany {
+  const { dialect, spec, columns } = context;
+  const rendered = new Map<number, LeaseSettleMany>();
+  const renderFor = (count: number): LeaseSettleMany => {
+    let rowCount = 1;
+    while (rowCount < count) rowCount *= 2;
+    let statement = rendered.get(rowCount);
+    if (statement === undefined) {
+      statement = dialect.lease.settleMany(spec, columns, { kind: 'finish', rowCount });
+      if (statement === undefined) throw new Error(`the ${dialect.name} dialect has no statement that finishes many leases`);
+      rendered.set(rowCount, statement);
+    }
+    return statement;
+  };
+  const commit = dialect.session.commit();
+  return async (connection, ids, held) => {
+    const settleMany = renderFor(ids.length);
+    const bind = (statement: Statement) =>
+      settleMany.rowParams === 'arrays'
+        ? bindStatement(statement, { now: new Date(), ids: ids.map(String), helds: ids.map(() => held) })
+        : bindRepeated(statement, ids.map((id) => ({ id, held })), { now: new Date() });
+    if (settleMany.kind === 'returning') return (await connection.execute(bind(settleMany.statement))).rows.length;
+    await runAll(connection, settleMany.begin);
+    const locked = (await connection.execute(bind(settleMany.lock))).rows.length;
+    if (locked > 0) await connection.execute(bind(settleMany.write));
+    await connection.execute(bindStatement(commit, {}));
+    return locked;
   };
 }
 

@@ -1,4 +1,5 @@
 import { Broker, type BrokerStats } from '../../src/broker/broker.js';
+import type { SubscribeOptions } from '../../src/subscription/subscription-options.js';
 import { BENCH_QUEUE_NAME } from './bench-table.js';
 import { DrainWatch, settlesWithin, type DrainMeasurement, type DrainRun } from './drain-watch.js';
 
@@ -7,15 +8,27 @@ const STOP_TIMEOUT_MS = 10_000;
 /** Beyond the stop timeout, how long to wait for the pool to close before moving on. */
 const CLOSE_GRACE_MS = 10_000;
 
+/** Subscription options beyond `workers` and `batch`, e.g. a setting of the lease form. */
+export type ExtraSubscribeOptions = Omit<SubscribeOptions<unknown>, 'workers' | 'batch'>;
+
 /**
  * Drains the table with the service as a user runs it: one subscription with `workers` no-op
- * handlers on a pool of `workers + 2` connections, every other option at its default.
+ * handlers (a batch handler with `run.batch`) on a pool of `workers + 2` connections, every other
+ * option at its default unless `extraOptions` sets it.
  */
-export async function drainWithService(run: DrainRun): Promise<DrainMeasurement> {
+export async function drainWithService(run: DrainRun, extraOptions: ExtraSubscribeOptions = {}): Promise<DrainMeasurement> {
   const watch = new DrainWatch(run.messages, run.signal);
   const broker = new Broker({ database: run.database.url, pool: { max: run.workers + 2 } });
   broker.on('error', (error) => watch.recordError(error));
-  broker.subscribe(run.table.queue(BENCH_QUEUE_NAME), () => watch.recordHandled(), { workers: run.workers });
+  const queue = run.table.queue(BENCH_QUEUE_NAME);
+  if (run.batch === undefined) {
+    broker.subscribe(queue, () => watch.recordHandled(), { ...extraOptions, workers: run.workers });
+  } else {
+    const handleBatch = (messages: readonly unknown[]) => {
+      for (let index = 0; index < messages.length; index += 1) watch.recordHandled();
+    };
+    broker.subscribe(queue, handleBatch, { ...extraOptions, workers: run.workers, batch: run.batch });
+  }
   await broker.start();
   let stats: BrokerStats;
   try {
@@ -29,5 +42,6 @@ export async function drainWithService(run: DrainRun): Promise<DrainMeasurement>
     claims: subscription?.claims ?? 0,
     emptyClaims: subscription?.emptyClaims ?? 0,
     maxConnectionsHeld: stats.pool.maxHeld,
+    deadlocksRetried: subscription?.deadlocksRetried ?? 0,
   });
 }

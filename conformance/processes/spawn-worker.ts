@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { spawnLineProcess } from './spawn-line-process.js';
 
 const WORKER = fileURLToPath(new URL('./queue-worker.ts', import.meta.url));
 
@@ -18,59 +18,12 @@ export interface SpawnedWorker {
 
 /** Starts a queue worker in a separate Node process (TypeScript through tsx). */
 export function spawnWorker(config: Record<string, unknown>): SpawnedWorker {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const handling: string[] = [];
-  const waiters: { count: number; resolve: () => void }[] = [];
-  let markReady!: () => void;
-  let failReady!: (error: Error) => void;
-  const ready = new Promise<void>((resolve, reject) => {
-    markReady = resolve;
-    failReady = reject;
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    if (line === 'ready') markReady();
-    else if (line.startsWith('handling ')) {
-      handling.push(line.slice('handling '.length));
-      for (const waiter of [...waiters]) {
-        if (handling.length >= waiter.count) {
-          waiters.splice(waiters.indexOf(waiter), 1);
-          waiter.resolve();
-        }
-      }
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => {
-    child.on('exit', (code) => {
-      failReady(new Error(`worker exited with code ${code} before it was ready: ${stderr}`));
-      resolve(code);
-    });
-  });
+  const worker = spawnLineProcess({ script: WORKER, config, label: 'worker', prefix: 'handling ', parse: (id) => id });
   return {
-    child,
-    handling,
-    ready,
-    exited,
-    handlingAtLeast: (count, timeoutMs = 30_000) =>
-      handling.length >= count
-        ? Promise.resolve()
-        : new Promise((resolve, reject) => {
-            const timer = setTimeout(
-              () => reject(new Error(`worker began ${handling.length} handlers, expected ${count}: ${stderr}`)),
-              timeoutMs,
-            );
-            waiters.push({
-              count,
-              resolve: () => {
-                clearTimeout(timer);
-                resolve();
-              },
-            });
-          }),
+    child: worker.child,
+    handling: worker.items,
+    ready: worker.ready,
+    exited: worker.exited,
+    handlingAtLeast: worker.itemsAtLeast,
   };
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Outcome, SchemaError, type Broker, type Message, type QueueTable } from '../../src/index.js';
+import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
+import { decodeHeaders } from '../../src/delivery/codec.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
 import { Collector, countRows, createBroker, createTable, waitUntil } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
@@ -172,6 +174,7 @@ export function advisorySuite(context: SuiteContext): void {
       const moved = await context.db.query<Record<string, unknown>>('SELECT * FROM jobs_dead');
       expect(moved.map((row) => String(row['id']))).toEqual([id]);
       expect(Buffer.from(moved[0]!['payload'] as Uint8Array).toString()).toBe('{"keep":"me"}');
+      expect(decodeHeaders(moved[0]!['headers'])).toEqual({ [LAST_ERROR_HEADER]: 'retryAfter requested at attempt 2 of 2' });
     });
 
     it('rows sharing a key go one at a time: the second waits for the first to settle', async () => {

@@ -1,7 +1,49 @@
 import { describe, expect, it } from 'vitest';
-import { Outcome, type StandardSchemaV1 } from '../../src/index.js';
-import { Collector, countRows, createBroker, createTable, formsOf, jobsTable } from '../fixtures.js';
+import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
+import { decodeHeaders } from '../../src/delivery/codec.js';
+import { MAX_LAST_ERROR_CHARACTERS } from '../../src/delivery/last-error.js';
+import {
+  defineTable,
+  openQueueInspector,
+  Outcome,
+  type DeadLetterLocation,
+  type PeekedRow,
+  type QueueTable,
+  type StandardSchemaV1,
+} from '../../src/index.js';
+import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
+import { advisoryDeclaration } from './advisory-tables.js';
+
+type DeadLetterForm = 'rowLock' | 'lease' | 'advisory';
+
+/** A `jobs` table of the form, with its headers column unless `headers: false`. */
+function deadLetterTable(form: DeadLetterForm, options: { name?: string; grouped?: boolean; headers?: boolean } = {}): QueueTable {
+  const shape = { grouped: options.grouped ?? true, ...(options.name === undefined ? {} : { name: options.name }) };
+  const declaration = form === 'advisory' ? advisoryDeclaration(shape) : jobsDeclaration({ form, ...shape });
+  return defineTable(options.headers === false ? { ...declaration, headers: undefined } : declaration);
+}
+
+/** The dead letters of table `jobs` as the operator tools read them. */
+async function peekDeadLetters(context: SuiteContext, deadLetter: DeadLetterLocation): Promise<PeekedRow[]> {
+  const driver = await context.db.openDriver();
+  try {
+    const inspector = await openQueueInspector({ database: driver, table: 'jobs', deadLetter });
+    try {
+      return await inspector.peek({ deadLetters: true });
+    } finally {
+      await inspector.close();
+    }
+  } finally {
+    await driver.close();
+  }
+}
+
+/** The headers column of every row of `table`, decoded by the codec the broker reads them with. */
+async function storedHeaders(context: SuiteContext, table: string): Promise<Record<string, string>[]> {
+  const rows = await context.db.query<{ headers: unknown }>(`SELECT headers FROM ${table}`);
+  return rows.map((row) => decodeHeaders(row.headers));
+}
 
 /** maxAttempts with deadLetter, and what happens to rows whose payload does not decode. */
 export function retrySuite(context: SuiteContext): void {
@@ -32,6 +74,7 @@ export function retrySuite(context: SuiteContext): void {
         );
         expect(rows.map((row) => [String(row.id), row.queue])).toEqual([[id, 'emails.dead']]);
         expect(broker.stats().subscriptions[0]!.deadLettered).toBe(1);
+        expect(await storedHeaders(context, 'jobs')).toEqual([{ [LAST_ERROR_HEADER]: 'retry requested at attempt 3 of 3' }]);
       });
 
       it('moves a row into the dead-letter table at maxAttempts', async () => {
@@ -125,6 +168,8 @@ export function retrySuite(context: SuiteContext): void {
         await failures.waitFor(3);
         await broker.stop();
         expect(await countRows(context.db, 'jobs', "queue = 'undecodable'")).toBe(1);
+        const [headers] = await storedHeaders(context, 'jobs');
+        expect(headers![LAST_ERROR_HEADER]).toMatch(/^DecodeError: payload is not UTF-8 JSON: /);
       });
 
       it('a custom decode and a Standard Schema validator type the payload', async () => {
@@ -160,6 +205,86 @@ export function retrySuite(context: SuiteContext): void {
         expect(decoded.items.sort()).toEqual(['0102ff', 'a@b.c']);
         expect((errors.items[0] as Error).message).toContain('to must be a string');
         expect(broker.stats().subscriptions[0]!.decodeFailures).toBe(1);
+      });
+    });
+  }
+
+  const deadLetterForms: DeadLetterForm[] = [...formsOf(stand), 'advisory'];
+  for (const form of deadLetterForms) {
+    describe(`${form} dead letters record the last error`, () => {
+      /** Publishes one row, fails it `maxAttempts` times with `thrown`, and stops once it was dead-lettered. */
+      async function deadLetterOne(
+        table: QueueTable,
+        options: { deadLetter: string; thrown: unknown; headers?: Record<string, string> },
+      ): Promise<string> {
+        const queue = table.queue('emails');
+        const broker = createBroker(context.db, context.brokers);
+        broker.on('error', () => undefined);
+        const attempts = new Collector<number>();
+        broker.subscribe(
+          queue,
+          (message) => {
+            attempts.push(message.attempt);
+            throw options.thrown;
+          },
+          { maxAttempts: 2, deadLetter: options.deadLetter, retryBackoff: { initialMs: 10 } },
+        );
+        await broker.start();
+        const id = await broker.publish(queue, { keep: 'me' }, options.headers === undefined ? {} : { headers: options.headers });
+        await attempts.waitFor(2);
+        await broker.stop();
+        expect(broker.stats().subscriptions[0]!.deadLettered).toBe(1);
+        return id;
+      }
+
+      it('a row moved into a group carries the thrown error in its headers, the other headers unchanged', async () => {
+        const table = deadLetterTable(form);
+        await createTable(stand, context.db, table);
+        const message = 'smtp refused <42>: "quoted" \\ back\nslash é 😀 \u2028';
+        const headers = {
+          'x-note': 'a "quoted" \\ value é 😀',
+          'x-request-id': '0af7651916cd43dd',
+          [LAST_ERROR_HEADER]: 'from an earlier dead letter',
+        };
+        const id = await deadLetterOne(table, { deadLetter: 'emails.dead', thrown: new TypeError(message), headers });
+        const expected = { ...headers, [LAST_ERROR_HEADER]: `TypeError: ${message}` };
+        const rows = await context.db.query<{ id: unknown; queue: string }>('SELECT id, queue FROM jobs');
+        expect(rows.map((row) => [String(row.id), row.queue])).toEqual([[id, 'emails.dead']]);
+        expect(await storedHeaders(context, 'jobs')).toEqual([expected]);
+        const peeked = await peekDeadLetters(context, { kind: 'group', group: 'emails.dead' });
+        expect(peeked.map((row) => [row.id, row.lastError, row.headers])).toEqual([[id, `TypeError: ${message}`, expected]]);
+      });
+
+      it('a row without headers moved into a table carries the error, made storable and cut to its bound', async () => {
+        const table = deadLetterTable(form, { grouped: false });
+        await createTable(stand, context.db, table);
+        await createTable(stand, context.db, deadLetterTable(form, { grouped: false, name: 'jobs_dead' }));
+        const thrown = new Error(`bad\u0000byte ${'x'.repeat(3_000)}`);
+        const id = await deadLetterOne(table, { deadLetter: 'jobs_dead', thrown });
+        const lastError = `${`bad\uFFFDbyte ${'x'.repeat(3_000)}`.slice(0, MAX_LAST_ERROR_CHARACTERS - 1)}…`;
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+        expect(await storedHeaders(context, 'jobs_dead')).toEqual([{ [LAST_ERROR_HEADER]: lastError }]);
+        const peeked = await peekDeadLetters(context, { kind: 'table', table: 'jobs_dead' });
+        expect(peeked.map((row) => [row.id, row.lastError, row.payload])).toEqual([[id, lastError, { keep: 'me' }]]);
+      });
+
+      it('a table without headers still dead-letters, into a group and into a table', async () => {
+        const grouped = deadLetterTable(form, { headers: false });
+        await createTable(stand, context.db, grouped);
+        const id = await deadLetterOne(grouped, { deadLetter: 'emails.dead', thrown: new Error('no headers to write') });
+        const rows = await context.db.query<{ id: unknown; queue: string }>('SELECT id, queue FROM jobs');
+        expect(rows.map((row) => [String(row.id), row.queue])).toEqual([[id, 'emails.dead']]);
+        const peeked = await peekDeadLetters(context, { kind: 'group', group: 'emails.dead' });
+        expect(peeked.map((row) => [row.id, row.lastError])).toEqual([[id, null]]);
+        await context.db.exec('DROP TABLE jobs');
+
+        const table = deadLetterTable(form, { grouped: false, headers: false });
+        await createTable(stand, context.db, table);
+        await createTable(stand, context.db, deadLetterTable(form, { grouped: false, headers: false, name: 'jobs_dead' }));
+        const movedId = await deadLetterOne(table, { deadLetter: 'jobs_dead', thrown: new Error('no headers to write') });
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+        const moved = await context.db.query<{ id: unknown }>('SELECT id FROM jobs_dead');
+        expect(moved.map((row) => String(row.id))).toEqual([movedId]);
       });
     });
   }

@@ -12,12 +12,24 @@ export interface GroupCounts {
   readonly ready: number;
   /** Waiting for a retry time in the future. */
   readonly delayed: number;
-  /** Leased (locked_until in the future) or row-locked by a claim in progress where the database can tell. */
+  /**
+   * Holding a live lease (locked_until in the future). Rows a row lock claim holds are not
+   * counted: Postgres and MySQL show row locks only to a reader that takes row locks itself,
+   * which would write a lock mark into every row it read.
+   */
   readonly inWork: number;
   /** Marked processed (tables with a processedAt column); 0 on tables that delete on ack. */
   readonly processed: number;
   /** Seconds since the oldest ready row became ready; `null` when none is ready or the table cannot tell. */
   readonly oldestReadyAgeSeconds: number | null;
+  /** Every row of the group, whatever its state. */
+  readonly total?: number;
+  /**
+   * Dead letters of this group: rows of the dead-letter table whose group is this one, or, for
+   * the dead-letter group itself, its unfinished rows (a move into a group overwrites the group
+   * the row came from, so no other group can tell its own). 0 without a dead-letter location.
+   */
+  readonly deadLettered?: number;
 }
 
 /** A snapshot of one queue table. */
@@ -29,6 +41,8 @@ export interface TableInspection {
   readonly deadLettered: number;
   /** When the snapshot was read (host clock). */
   readonly readAt: Date;
+  /** Where the dead letters counted in `deadLettered` are, when the inspector was told. */
+  readonly deadLetter?: DeadLetterLocation;
 }
 
 /** One row as `peek` shows it: the payload decoded as text (UTF-8) and JSON when it parses. */

@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
+import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
   warn(message: string, detail?: Record<string, unknown>): void;
@@ -33,6 +34,11 @@ export interface BrokerOptions {
    * Postgres only: `true` elsewhere fails `start()` with an `UnsupportedError`.
    */
   listen?: boolean;
+  /**
+   * Opt-in: write a row about this broker (host, pid, subscriptions and their stats) to a heartbeat
+   * table every `intervalMs`, deleted on stop, for `tablequeue dashboard`. The table is created if missing.
+   */
+  heartbeat?: HeartbeatOptions;
 }
 
 export interface ResolvedBrokerOptions {
@@ -46,6 +52,7 @@ export interface ResolvedBrokerOptions {
   readonly maxPayloadBytes: number;
   /** Undefined: the default, decided at start by the database. */
   readonly listen: boolean | undefined;
+  readonly heartbeat: ResolvedHeartbeatOptions | undefined;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -62,6 +69,7 @@ const OPTION_KEYS = new Set([
   'logger',
   'maxPayloadBytes',
   'listen',
+  'heartbeat',
 ]);
 
 const consoleLogger: Logger = {
@@ -104,6 +112,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     logger: options.logger ?? consoleLogger,
     maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
     listen: options.listen,
+    heartbeat: resolveHeartbeatOptions(options.heartbeat),
   });
 }
 

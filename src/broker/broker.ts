@@ -26,14 +26,25 @@ import {
 } from '../subscription/subscription-options.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } from './broker-options.js';
+import { Heartbeat } from './heartbeat.js';
 import { NotifyListener, type ListenerStats, type NotifyListenerOptions } from './notify-listener.js';
+import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
+import { Observability } from '../observability/observability.js';
 import { openDialect } from './open-dialect.js';
+import { createDedupeGate, type DedupeGate } from '../outbox/dedupe.js';
+import type { OutboxTable } from '../outbox/define-outbox.js';
+import type { OutboxDestination } from '../outbox/destination.js';
+import { Outbox } from '../outbox/outbox.js';
+import { Relay, type RelayStats } from '../outbox/relay.js';
+import { resolveRelayOptions, type RelayOptions } from '../outbox/relay-options.js';
 
 export interface BrokerStats {
   readonly pool: PoolStats;
   readonly subscriptions: SubscriptionStats[];
   /** The LISTEN session (Postgres with `listen` on and at least one subscription); undefined without one. */
   readonly listener: ListenerStats | undefined;
+  /** One per `relay(...)`, in declaration order. */
+  readonly relays: RelayStats[];
 }
 
 /** What wake-ups across processes need from the dialect and the driver. */
@@ -60,7 +71,11 @@ export class Broker extends EventEmitter<BrokerEvents> {
   #driver: Driver | undefined;
   #publisher: Publisher | undefined;
   #listener: NotifyListener | undefined;
+  #heartbeat: Heartbeat | undefined;
   #stopping: Promise<void> | undefined;
+  readonly #relays: Relay[] = [];
+  readonly #dedupeGates: DedupeGate[] = [];
+  readonly #observability = new Observability({ poolStats: () => this.#driver?.stats() });
 
   constructor(options: BrokerOptions) {
     super();
@@ -121,7 +136,15 @@ export class Broker extends EventEmitter<BrokerEvents> {
       );
     }
     const resolved = resolveSubscribeOptions(options, this.#options, `subscription "${queue.label}"`);
-    this.#subscriptions.set(key, new Subscription(queue, handler, resolved));
+    const dedupe = createDedupeGate(options.dedupe, {
+      consumer: queue.label,
+      transactional: resolved.transactional,
+      batch: resolved.batch,
+      isOnThreads: resolved.onThreads !== undefined,
+    });
+    if (dedupe !== undefined) this.#dedupeGates.push(dedupe);
+    const deduplicated = dedupe !== undefined && handler !== undefined ? dedupe.wrap(handler as Handler<unknown>) : handler;
+    this.#subscriptions.set(key, new Subscription(queue, deduplicated, resolved));
   }
 
   /**
@@ -133,6 +156,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
       throw new DeclarationError(`broker.start() was already called (the broker is ${this.#state})`);
     }
     this.#state = 'starting';
+    await this.#observability.start();
     const driver = createDriver(this.#options.database, { poolSize: this.#options.poolSize });
     this.#driver = driver;
     let listener: NotifyListener | undefined;
@@ -140,10 +164,13 @@ export class Broker extends EventEmitter<BrokerEvents> {
       await driver.open();
       const dialect = await openDialect(driver);
       const listen = this.#listenSupport(driver, dialect);
-      if (listen !== undefined && this.#subscriptions.size > 0) {
+      if (listen !== undefined && this.#subscriptions.size + this.#relays.length > 0) {
         listener = new NotifyListener({
           ...listen,
-          tables: [...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
+          tables: [
+            ...[...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
+            ...this.#relays.map((relay) => relay.outbox.spec),
+          ],
           wake: (spec, group) => this.#wake(spec, group),
           onError: (error, detail) => this.#reportError(error, detail),
           onWarning: (message) => this.#reportWarning(message),
@@ -171,19 +198,46 @@ export class Broker extends EventEmitter<BrokerEvents> {
           onWarning: (message) => this.#reportWarning(message),
           createContext: () => this.#handlerContext(driver),
           openThreads: (request) => this.#openThreads(request),
+          observability: this.#observability,
+        });
+      }
+      for (const gate of this.#dedupeGates) await gate.open(driver, dialect);
+      const publisher = this.#publisher!;
+      for (const relay of this.#relays) {
+        await relay.open({
+          driver,
+          dialect,
+          publisher,
+          broker: this,
+          onError: (error, detail) => this.#reportError(error, detail),
+          onWarning: (message) => this.#reportWarning(message),
         });
       }
       await listener?.open();
       this.#listener = listener;
+      const heartbeat = this.#options.heartbeat;
+      if (heartbeat !== undefined) {
+        this.#heartbeat = await Heartbeat.start({
+          driver,
+          database: dialect.name,
+          options: heartbeat,
+          subscriptions: () => this.stats().subscriptions,
+          onError: (error, detail) => this.#reportError(error, detail),
+        });
+      }
     } catch (error) {
       this.#state = 'stopped';
-      await Promise.allSettled([...this.#subscriptions.values()].map((subscription) => subscription.stop(0)));
+      await Promise.allSettled([
+        ...[...this.#subscriptions.values()].map((subscription) => subscription.stop(0)),
+        ...this.#relays.map((relay) => relay.stop(0)),
+      ]);
       await listener?.close();
       await driver.close().catch(() => undefined);
       throw error;
     }
     this.#state = 'running';
     for (const subscription of this.#subscriptions.values()) subscription.start();
+    for (const relay of this.#relays) relay.start();
   }
 
   /**
@@ -194,7 +248,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
   stop(options: { timeoutMs?: number } = {}): Promise<void> {
     if (this.#state === 'new') {
       this.#state = 'stopped';
-      return Promise.resolve();
+      this.#stopping = this.#observability.close();
     }
     this.#stopping ??= this.#stop(options.timeoutMs ?? this.#options.stopTimeoutMs);
     return this.#stopping;
@@ -202,7 +256,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
 
   /** Writes one row and returns its id. */
   async publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string> {
-    return this.#requirePublisher().publish(queue, payload, options);
+    const publisher = this.#requirePublisher();
+    return this.#observability.publish(queue, options, (traced) => publisher.publish(queue, payload, traced));
   }
 
   /** Writes many rows with one multi-row insert per chunk; returns how many were written. */
@@ -211,7 +266,61 @@ export class Broker extends EventEmitter<BrokerEvents> {
     items: readonly PublishItem<Payload>[],
     options?: { tx?: unknown },
   ): Promise<number> {
-    return this.#requirePublisher().publishMany(queue, items, options);
+    const publisher = this.#requirePublisher();
+    return this.#observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, options));
+  }
+
+  /**
+   * The broker's metrics in the Prometheus text format 0.0.4 (see README, "Metrics and
+   * tracing"). Counts run from construction and stay readable after `stop()`.
+   */
+  metrics(): string {
+    return this.#observability.metrics();
+  }
+
+  /** Serves `metrics()` at `GET /metrics` on `host:port` until the handle closes or `stop()`. */
+  serveMetrics(options: ServeMetricsOptions): Promise<MetricsEndpoint> {
+    return this.#observability.serveMetrics(options);
+  }
+
+  /**
+   * Writes records into an outbox table on the service's own transaction:
+   * `broker.outbox(table).write(tx, name, payload, headers)`, once the broker is started. A write
+   * wakes this broker's relays of the table (see docs/outbox.md for when that is).
+   */
+  outbox(table: OutboxTable): Outbox {
+    return new Outbox(table, {
+      publisher: () => this.#requirePublisher(),
+      onUnseenCommit: (written) => {
+        for (const relay of this.#relays) {
+          if (relay.outbox.spec.qualifiedName === written.spec.qualifiedName) relay.wakeAfterUnseenCommit();
+        }
+      },
+    });
+  }
+
+  /**
+   * Relays an outbox table to a destination while the broker runs: started by `start()`, drained
+   * by `stop()`. Declare relays before `start()`; any number of replicas may relay one table.
+   */
+  relay(outbox: OutboxTable | Outbox, destination: OutboxDestination, options: RelayOptions = {}): Relay {
+    const table = outbox instanceof Outbox ? outbox.table : outbox;
+    if (this.#state !== 'new') {
+      throw new DeclarationError(`relay of outbox "${table.label}": declare relays before broker.start()`);
+    }
+    if (destination === null || typeof destination !== 'object' || typeof destination.send !== 'function') {
+      throw new DeclarationError(`relay of outbox "${table.label}": the destination must be an OutboxDestination (queueDestination(queue), …)`);
+    }
+    if (this.#relays.some((relay) => relay.outbox.spec.qualifiedName === table.spec.qualifiedName)) {
+      // Relays of one table share its records: two destinations would each get only some of them.
+      throw new AlreadySubscribedError(
+        `outbox "${table.label}" is already relayed by this broker; one relay per outbox table, scaled with { concurrency: n }`,
+      );
+    }
+    const resolved = resolveRelayOptions(options, this.#options, `relay of outbox "${table.label}"`);
+    const relay = new Relay(table, destination, resolved);
+    this.#relays.push(relay);
+    return relay;
   }
 
   stats(): BrokerStats {
@@ -219,6 +328,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
       pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0 },
       subscriptions: [...this.#subscriptions.values()].map((subscription) => subscription.stats()),
       listener: this.#listener?.stats(),
+      relays: this.#relays.map((relay) => relay.stats()),
     };
   }
 
@@ -227,8 +337,11 @@ export class Broker extends EventEmitter<BrokerEvents> {
     await Promise.allSettled([
       this.#listener?.close(),
       ...[...this.#subscriptions.values()].map((subscription) => subscription.stop(timeoutMs)),
+      ...this.#relays.map((relay) => relay.stop(timeoutMs)),
     ]);
+    await this.#heartbeat?.stop();
     await this.#driver?.close().catch((error: unknown) => this.#reportError(error, { phase: 'close' }));
+    await this.#observability.close();
     this.#state = 'stopped';
   }
 
@@ -280,6 +393,9 @@ export class Broker extends EventEmitter<BrokerEvents> {
   }
 
   #wake(spec: TableSpec, group: string | undefined): void {
+    for (const relay of this.#relays) {
+      if (relay.outbox.spec.qualifiedName === spec.qualifiedName) relay.wake();
+    }
     for (const subscription of this.#subscriptions.values()) {
       const queue = subscription.queue;
       if (queue.table.spec.qualifiedName !== spec.qualifiedName) continue;

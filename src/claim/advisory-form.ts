@@ -331,6 +331,7 @@ export class AdvisoryForm implements ClaimForm {
       retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
       delayMicroseconds: settlement.kind === 'retryAfter' ? Math.round(settlement.delayMs * 1000) : undefined,
       destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
+      lastError: settlement.kind === 'deadLetter' ? settlement.lastError : undefined,
     };
     if (statements.length <= 1) {
       for (const statement of statements) await connection.execute(bindStatement(statement, values));

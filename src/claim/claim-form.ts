@@ -26,7 +26,12 @@ export type Settlement =
     }
   | { readonly kind: 'retry' }
   | { readonly kind: 'retryAfter'; readonly at: Date; readonly delayMs: number }
-  | { readonly kind: 'deadLetter'; readonly target: DeadLetterTarget };
+  | {
+      readonly kind: 'deadLetter';
+      readonly target: DeadLetterTarget;
+      /** The last failure as storable text, bound as `lastError` into the row's headers where the table has them. */
+      readonly lastError: string;
+    };
 
 /** Whether a settlement keeps what a transactional handler wrote: only an ack does. */
 export function commitsHandlerWrites(settlement: Settlement): boolean {
@@ -56,6 +61,11 @@ export interface ClaimForm {
   readonly statements: Statement[];
   /** Claims up to `limit` rows, due at `now`. */
   claim(limit: number, now: Date): Promise<HeldRow[]>;
+  /**
+   * Stop began: settlements the form holds back to send together (lease form) go now, and
+   * later ones are not held back. Forms that settle each row at once have nothing to do.
+   */
+  beginStop?(): void;
   /** Stops background work (lease renewals); rows still held stay held. */
   close(): void;
 }

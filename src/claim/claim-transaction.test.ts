@@ -117,7 +117,7 @@ describe('ClaimTransaction in transactional mode', () => {
   it.each([
     ['retry', { kind: 'retry' }, 'rowLock.retry 1'],
     ['drop', { kind: 'finish' }, 'settle.finish 1'],
-    ['dead letter', { kind: 'deadLetter', target: { kind: 'group', group: 'failed' } }, 'settle.deadLetter 1'],
+    ['dead letter', { kind: 'deadLetter', target: { kind: 'group', group: 'failed' }, lastError: 'smtp refused' }, 'settle.deadLetter 1'],
   ] as const)('rolls the handler writes back to the savepoint before a %s', async (_, settlement, settles) => {
     const { connection, rows } = claimOf(1, true);
     const transaction = rows[0]!.transaction!;

@@ -100,6 +100,7 @@ export class ClaimTransaction {
       retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
       delayMicroseconds: settlement.kind === 'retryAfter' ? Math.round(settlement.delayMs * 1000) : undefined,
       destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
+      lastError: settlement.kind === 'deadLetter' ? settlement.lastError : undefined,
     };
     try {
       if (!commitsHandlerWrites(settlement)) await this.#rollBackHandlerWrites();

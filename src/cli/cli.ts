@@ -1,21 +1,40 @@
 #!/usr/bin/env node
+import { runBenchCommand } from './bench-command.js';
+import { runDashboardCommand } from './dashboard-command.js';
 import { runDemoCommand } from './demo-command.js';
 import { runInitCommand } from './init-command.js';
+import { runPeekCommand } from './peek-command.js';
+import { runPurgeCommand } from './purge-command.js';
+import { runRequeueCommand } from './requeue-command.js';
+import { runStatsCommand } from './stats-command.js';
 import { UsageError } from './usage-error.js';
 
 const USAGE = `usage: tablequeue <command> [options]
 
 commands:
   init        create a queue table and its claim-order index (or print the SQL)
+  stats       per group: ready, delayed, in work, processed, dead-lettered, oldest ready age
+  peek        the next rows in claim order (or the dead letters), payloads decoded
+  requeue     move dead letters back to their queue, by id or all, in one transaction
+  purge       delete the rows of a table or of one group (asks for --yes)
+  dashboard   serve a web page of the queues, throughput, dead letters and brokers
   demo        publish 20,000 messages into an SQLite queue file and drain them with several workers
+  bench       run the benchmark suite of a repository checkout
 
 run "tablequeue <command> --help" for a command's options
 
-exit codes: 0 done, 1 failed, 2 bad usage`;
+exit codes: 0 done, 1 failed (database unreachable, table missing, statement failed),
+2 bad usage (unknown command or flag, missing flag, purge without --yes)`;
 
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   init: runInitCommand,
+  stats: runStatsCommand,
+  peek: runPeekCommand,
+  requeue: runRequeueCommand,
+  purge: runPurgeCommand,
+  dashboard: runDashboardCommand,
   demo: runDemoCommand,
+  bench: runBenchCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

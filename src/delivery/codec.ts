@@ -73,6 +73,16 @@ export function requireStorableText(text: string, what: string, where: string): 
   }
 }
 
+const UNSTORABLE_CHARACTERS = new RegExp(`\\u0000|${UNPAIRED_SURROGATE.source}`, 'g');
+
+/**
+ * Text the library writes itself (a dead letter's last error), made storable by the rules of
+ * `requireStorableText`: each NUL and unpaired surrogate becomes U+FFFD instead of a refusal.
+ */
+export function toStorableText(text: string): string {
+  return text.replace(UNSTORABLE_CHARACTERS, '\uFFFD');
+}
+
 /** Bytes the default payload limit allows: under MySQL's and MariaDB's default 16 MiB packet. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
 

@@ -94,7 +94,7 @@ function fifoHeadId(spec: TableSpec): SqlText {
 }
 
 /** No row of the group holds a live lease; the alias keeps its columns apart from the claimed row's. */
-function noRowOfGroupInWork(spec: TableSpec): SqlText {
+export function noRowOfGroupInWork(spec: TableSpec): SqlText {
   const group = sql`tablequeue_work.${identifier(fifoGroupColumn(spec))}`;
   const lockedUntil = sql`tablequeue_work.${identifier(requireLeaseColumn(spec))}`;
   return sql`NOT EXISTS (SELECT 1 FROM ${tableOf(spec)} AS tablequeue_work WHERE ${group} = ${param('group')} AND ${lockedUntil} > ${param('leaseNow')})`;

@@ -103,7 +103,45 @@ export interface LeaseStatements {
    * Transactional mode runs it in the delivery's transaction before the ack.
    */
   confirm(spec: TableSpec): Statement;
+  /**
+   * Settles `rowCount` leases of one kind together, each row under its own token, in a shape that
+   * tells exactly which rows still carried their token (see `LeaseSettleMany`). `undefined` for a
+   * kind that is more than one statement per row here (a dead letter into a table on MySQL and
+   * SQLite: a copy then a delete).
+   */
+  settleMany(spec: TableSpec, columns: TableColumns, request: LeaseSettleManyRequest): LeaseSettleMany | undefined;
 }
+
+/**
+ * What many lease settlements do: `finish` (delete, or mark processedAt), `release` (retry, and
+ * rows handed back), `retryAfter` (delay, lease cleared), `deadLetter` (into a group or a table).
+ * `rowCount` sizes statements that take a placeholder per row (MySQL, MariaDB, SQLite); Postgres
+ * binds arrays and renders one text for any count.
+ */
+export interface LeaseSettleManyRequest {
+  readonly kind: 'finish' | 'release' | 'retryAfter' | 'deadLetter';
+  readonly rowCount: number;
+  /** The dead-letter destination, for `deadLetter`. */
+  readonly target?: DeadLetterTarget;
+}
+
+/**
+ * How many lease settlements run; each returns or locks the ids (in the table's id column) of
+ * the rows whose token matched, and only those rows change.
+ * - `returning`: one statement that settles the rows and returns their ids.
+ * - `lockThenWrite` (no `UPDATE … RETURNING`): `begin`, then `lock` selects the matching rows
+ *   `FOR UPDATE`, then `write` settles them under the same condition, then commit. The lock's
+ *   rows are the ones settled: nothing can change their tokens between the two statements.
+ *
+ * Row values bind as `rowParams` says: `arrays` binds `ids`, `helds` and `retryAfterAts`, one
+ * array each; `repeated` repeats `id`, `held` and `retryAfterAt` once per row, and occurrence
+ * `k` of such a parameter belongs to row `k` modulo `rowCount`. Other parameters (`now`,
+ * `destination`) are shared by every row.
+ */
+export type LeaseSettleMany = (
+  | { readonly kind: 'returning'; readonly statement: Statement }
+  | { readonly kind: 'lockThenWrite'; readonly begin: Statement[]; readonly lock: Statement; readonly write: Statement }
+) & { readonly rowParams: 'arrays' | 'repeated' };
 
 /**
  * How a lease claim runs.
@@ -158,7 +196,8 @@ export interface SettleStatements {
   /**
    * Dead letter. Into a group: one update. Into a table: Postgres one statement; MySQL and
    * SQLite an insert-select then a delete, run by the caller in one transaction. A fenced copy
-   * writes NULL into the destination's lockedUntil column.
+   * writes NULL into the destination's lockedUntil column. On a table with a headers column the
+   * row's headers gain `LAST_ERROR_HEADER` set to `lastError`, the rest kept (last-error-header.ts).
    */
   deadLetter(
     spec: TableSpec,

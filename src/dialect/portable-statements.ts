@@ -15,6 +15,7 @@ import {
   tableOf,
 } from './claim-clauses.js';
 import { dueAtOf, nowOf } from './database-clock.js';
+import type { HeadersWithLastError } from './last-error-header.js';
 import type {
   DeadLetterTarget,
   InsertOptions,
@@ -38,7 +39,7 @@ import {
 } from './quoting.js';
 
 /** The lease statements other than the claim, which each dialect writes itself. */
-export function createLeaseSettlements(style: SqlStyle): Omit<LeaseStatements, 'claim'> {
+export function createLeaseSettlements(style: SqlStyle): Omit<LeaseStatements, 'claim' | 'settleMany'> {
   return {
     release: (spec) => renderLeaseRelease(style, spec),
     retryAfter: (spec) => renderLeaseRetryAfter(style, spec),
@@ -68,18 +69,20 @@ export type DeadLetterToTable = (
 
 /**
  * Finish and dead letter. A move into a table is a copy then a delete unless the dialect can do
- * it in one statement (Postgres, with a writable CTE).
+ * it in one statement (Postgres, with a writable CTE). `withLastError` is the dialect's spelling
+ * of the headers a dead letter writes.
  */
 export function createSettleStatements(
   style: SqlStyle,
+  withLastError: HeadersWithLastError,
   deadLetterToTable: DeadLetterToTable = (spec, columns, target, options) =>
-    renderDeadLetterCopyThenRemove(style, spec, columns, target, options),
+    renderDeadLetterCopyThenRemove(style, spec, columns, target, options, withLastError),
 ): SettleStatements {
   return {
     finish: (spec, options) => renderFinish(style, spec, options),
     deadLetter: (spec, columns, target, options) =>
       target.kind === 'group'
-        ? [renderDeadLetterToGroup(style, spec, options)]
+        ? [renderDeadLetterToGroup(style, spec, options, withLastError)]
         : deadLetterToTable(spec, columns, target, options),
   };
 }
@@ -180,7 +183,12 @@ function renderFinish(style: SqlStyle, spec: TableSpec, options: { fenced: boole
 }
 
 /** Moves the row to the destination group; the destination is a parameter like any value. */
-function renderDeadLetterToGroup(style: SqlStyle, spec: TableSpec, options: { fenced: boolean }): Statement {
+function renderDeadLetterToGroup(
+  style: SqlStyle,
+  spec: TableSpec,
+  options: { fenced: boolean },
+  withLastError: HeadersWithLastError,
+): Statement {
   if (spec.group === undefined) {
     throw new DeclarationError(
       `table "${spec.qualifiedName}" has no group column, so rows cannot be dead-lettered into a group; name a dead-letter table instead`,
@@ -188,6 +196,10 @@ function renderDeadLetterToGroup(style: SqlStyle, spec: TableSpec, options: { fe
   }
   const assignments = [sql`${identifier(spec.group.column)} = ${param('destination')}`];
   if (options.fenced) assignments.push(clearLease(spec));
+  if (spec.headers !== undefined) {
+    const headers = identifier(spec.headers);
+    assignments.push(sql`${headers} = ${withLastError(headers)}`);
+  }
   return renderStatement(
     style,
     'settle.deadLetter',
@@ -202,9 +214,10 @@ function renderDeadLetterCopyThenRemove(
   columns: TableColumns,
   target: Extract<DeadLetterTarget, { kind: 'table' }>,
   options: { fenced: boolean },
+  withLastError: HeadersWithLastError,
 ): Statement[] {
   const where = rowFilter(spec, options);
-  const copy = sql`INSERT INTO ${deadLetterTableOf(target)} (${columnList(columns)}) SELECT ${copiedColumns(spec, columns, options)} FROM ${tableOf(spec)} WHERE ${where}`;
+  const copy = sql`INSERT INTO ${deadLetterTableOf(target)} (${columnList(columns)}) SELECT ${copiedColumns(spec, columns, options, withLastError)} FROM ${tableOf(spec)} WHERE ${where}`;
   return [
     renderStatement(style, 'settle.deadLetter.copy', copy),
     renderStatement(style, 'settle.deadLetter.remove', sql`DELETE FROM ${tableOf(spec)} WHERE ${where}`),
@@ -218,13 +231,23 @@ export function deadLetterTableOf(target: Extract<DeadLetterTarget, { kind: 'tab
   return qualifiedName(schema, name);
 }
 
-/** The copied row; a fenced copy writes NULL for the lease, which the dead-letter table must not inherit. */
-export function copiedColumns(spec: TableSpec, columns: TableColumns, options: { fenced: boolean }): SqlText {
+/**
+ * The copied row; a fenced copy writes NULL for the lease, which the dead-letter table must not
+ * inherit. With `withLastError`, the headers column is copied with the last error set.
+ */
+export function copiedColumns(
+  spec: TableSpec,
+  columns: TableColumns,
+  options: { fenced: boolean },
+  withLastError?: HeadersWithLastError,
+): SqlText {
   const leaseColumn = options.fenced ? requireLeaseColumn(spec) : undefined;
-  return joinSql(
-    columns.map((column) => (column === leaseColumn ? fixedSql('NULL') : identifier(column))),
-    ', ',
-  );
+  const copied = (column: string): SqlText => {
+    if (column === leaseColumn) return fixedSql('NULL');
+    if (column === spec.headers && withLastError !== undefined) return withLastError(identifier(column));
+    return identifier(column);
+  };
+  return joinSql(columns.map(copied), ', ');
 }
 
 export interface InsertShape {

@@ -7,6 +7,9 @@
  * `OUTBOX_RECORD_ID_HEADER` header (and as JetStream's message id) for consumers to deduplicate.
  */
 
+import type { Queue } from '../definition/define-table.js';
+import type { PublishItem } from '../publish/publish-options.js';
+
 /** The header that carries the outbox record id on every relayed message. */
 export const OUTBOX_RECORD_ID_HEADER = 'tablequeue-outbox-id';
 
@@ -31,4 +34,26 @@ export interface OutboxDestination {
   send(records: readonly OutboxRecord[]): Promise<void>;
   /** Closes what `open` opened. Harmless to call twice or before `open`. */
   close(): Promise<void>;
+  /**
+   * Optional capability, with `sendWithin`: whether this destination writes into the database of
+   * `broker`, the broker the relay runs on. When it answers true, the relay calls `sendWithin`
+   * instead of `send`, inside the transaction that marks the records processed, so the records
+   * arrive exactly once. Asked once, when the relay starts.
+   */
+  sharesDatabaseWith?(broker: object): boolean;
+  /**
+   * Writes the records through `transaction` (the relay's own transaction on the outbox's
+   * database). The relay commits the writes together with the processed marks, or rolls both back
+   * when this rejects.
+   */
+  sendWithin?(records: readonly OutboxRecord[], transaction: RelayTransaction): Promise<void>;
+}
+
+/** What the relay lends `OutboxDestination.sendWithin`: its transaction on the outbox's database. */
+export interface RelayTransaction {
+  /**
+   * Writes rows into a queue table of the relay's database inside the transaction, as
+   * `broker.publishMany` does, and wakes that broker's subscriptions of the queue once it commits.
+   */
+  publishMany<Payload>(queue: Queue<Payload>, items: readonly PublishItem<Payload>[]): Promise<number>;
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { HeldRow } from '../claim/claim-form.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
-import { ClaimLoop } from './claim-loop.js';
+import { ClaimLoop, MAX_CONTENTION_RETRIES } from './claim-loop.js';
 import { WorkerSlots } from './worker-slots.js';
 
 function heldRow(id: string): HeldRow {
@@ -77,6 +77,21 @@ describe('ClaimLoop', () => {
     expect(reported).toEqual([]);
     claims.pending[1]!.reject(new Error('not contention'));
     await vi.waitFor(() => expect(reported).toHaveLength(1));
+    expect(loop.counters.failedClaims).toBe(1);
+    await loop.stop();
+  });
+
+  it('gives each claim its own contention retries, and reports the claim that runs out of them', async () => {
+    const claims = new ScriptedClaims();
+    const reported: unknown[] = [];
+    const loop = createLoop(claims, 1, (error) => reported.push(error));
+    loop.start();
+    for (let attempt = 1; attempt <= MAX_CONTENTION_RETRIES + 1; attempt += 1) {
+      await claims.started(attempt);
+      claims.pending[attempt - 1]!.reject(new Error('deadlock'));
+    }
+    await vi.waitFor(() => expect(reported).toHaveLength(1));
+    expect(loop.counters.deadlocksRetried).toBe(MAX_CONTENTION_RETRIES);
     expect(loop.counters.failedClaims).toBe(1);
     await loop.stop();
   });

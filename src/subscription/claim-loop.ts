@@ -4,7 +4,7 @@ import { abortableSleep } from '../internal/abortable-sleep.js';
 import { WakeSignal } from '../internal/wake-signal.js';
 import type { DeliveryUnit, Dispatcher } from './dispatcher.js';
 
-/** Claims retried at once in a row after contention before the next failure is reported. */
+/** Times one claim is retried at once after contention before its failure is reported. */
 export const MAX_CONTENTION_RETRIES = 5;
 
 /** After a claim statement fails, the next claim waits this long (not the poll interval). */
@@ -85,7 +85,6 @@ export class ClaimLoop {
    */
   #claimsRunning = 0;
   #isProbing = true;
-  #contentionRetries = 0;
   #isWaiting = false;
   #isBackingOff = false;
   /** The next empty wait; shorter than the poll interval while the queue was recently busy. */
@@ -172,25 +171,27 @@ export class ClaimLoop {
     });
   }
 
-  async #runClaim(): Promise<'took rows' | 'empty' | 'failed' | 'contended'> {
+  async #runClaim(): Promise<'took rows' | 'empty' | 'failed'> {
     const { claim, dispatcher, isBatch, rowsPerClaim } = this.#options;
     let rows: HeldRow[];
-    try {
-      this.counters.claims += 1;
-      rows = await claim(rowsPerClaim);
-      this.#contentionRetries = 0;
-    } catch (error) {
-      this.#claimsRunning -= 1;
-      if (this.#options.isContention(error) && this.#contentionRetries < MAX_CONTENTION_RETRIES) {
-        this.#contentionRetries += 1;
-        this.counters.deadlocksRetried += 1;
-        return 'contended';
+    // Contention is counted per claim: parallel claims that all time out behind one lock each get
+    // their own retries (eight claims sharing five retries reported 67 of 553 timeouts as failures).
+    for (let contentionRetries = 0; ; contentionRetries += 1) {
+      try {
+        this.counters.claims += 1;
+        rows = await claim(rowsPerClaim);
+        break;
+      } catch (error) {
+        if (this.#options.isContention(error) && contentionRetries < MAX_CONTENTION_RETRIES && !this.#isStopping) {
+          this.counters.deadlocksRetried += 1;
+          continue;
+        }
+        this.#claimsRunning -= 1;
+        this.counters.failedClaims += 1;
+        this.#isProbing = true;
+        this.#options.onClaimError(error);
+        return 'failed';
       }
-      this.#contentionRetries = 0;
-      this.counters.failedClaims += 1;
-      this.#isProbing = true;
-      this.#options.onClaimError(error);
-      return 'failed';
     }
     this.#claimsRunning -= 1;
     if (this.#isStopping) {

@@ -2,9 +2,13 @@ import type { HeldRow, Settlement } from '../claim/claim-form.js';
 import type { DeadLetterTarget } from '../dialect/dialect.js';
 import { decodeHeaders, decodeJsonPayload } from '../delivery/codec.js';
 import type { DeliveryTransaction, HandlerTransaction } from '../delivery/delivery-transaction.js';
+import { boundLastError, describeRetryRequested, describeThrown } from '../delivery/last-error.js';
 import type { Message } from '../delivery/message.js';
 import { isOutcome, type Outcome } from '../delivery/outcome.js';
-import { DecodeError } from '../errors.js';
+import { DecodeError, LeaseLostError } from '../errors.js';
+import type { SettledOutcome } from '../observability/broker-metrics.js';
+import type { SubscriptionObserver } from '../observability/subscription-observer.js';
+import type { ProcessSpan } from '../observability/tracing.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { DeliveryUnit } from './dispatcher.js';
 import {
@@ -42,8 +46,21 @@ export interface DeliveryRunnerOptions {
   readonly isBatch: boolean;
   readonly options: ResolvedSubscribeOptions;
   readonly deadLetter: DeadLetterTarget | undefined;
+  /** Handler durations, latencies and outcomes; the spans when tracing is on. */
+  readonly observer: SubscriptionObserver;
   readonly onError: (error: unknown, detail: { subscription: string; messageId: string; phase: string }) => void;
   readonly onWarning: (message: string) => void;
+}
+
+/** What a decode or a handler threw; a dead letter records it as the row's last error. */
+interface Failure {
+  readonly thrown: unknown;
+}
+
+/** One outcome per message, and what the handler threw when the outcomes stand for a throw. */
+interface HandlerResult {
+  readonly outcomes: Outcome[];
+  readonly failure?: Failure;
 }
 
 /** Runs one unit: decode, handler, outcomes, settlements. Never throws. */
@@ -106,44 +123,50 @@ export class DeliveryRunner {
       } catch (error) {
         this.counters.decodeFailures += 1;
         onError(error, { subscription, messageId: row.id, phase: 'decode' });
-        settlements.push(this.#settle(row, this.#decodeFailureOutcome()));
+        settlements.push(this.#settle(row, this.#decodeFailureOutcome(), undefined, { thrown: error }));
       }
     }
     if (decoded.length > 0) {
-      const outcomes = await this.#callHandler(
-        decoded.map((item) => item.message),
-        slot,
-        decoded.length === 1 ? decoded[0]!.row.transaction : undefined,
-      );
+      const messages = decoded.map((item) => item.message);
+      const span = this.#options.observer.tracing?.startProcess(messages);
+      const transaction = decoded.length === 1 ? decoded[0]!.row.transaction : undefined;
+      const { outcomes, failure } = await this.#callHandler(messages, slot, transaction, span);
       this.counters.handled += decoded.length;
-      decoded.forEach((item, index) => settlements.push(this.#settle(item.row, outcomes[index]!)));
+      decoded.forEach((item, index) => settlements.push(this.#settle(item.row, outcomes[index]!, span, failure)));
     }
     await Promise.all(settlements);
   }
 
   /**
-   * One outcome per message; a throw retries them all after the backoff of the first attempt.
-   * The handler's loan of the delivery's transaction ends when it returns or throws.
+   * One outcome per message; a throw retries them all after the backoff of the first attempt,
+   * and is kept as the failure a dead letter records. The handler's loan of the delivery's
+   * transaction ends when it returns or throws.
    */
   async #callHandler(
     messages: Message<unknown>[],
     slot: number,
     transaction: DeliveryTransaction | undefined,
-  ): Promise<Outcome[]> {
-    const { subscription, onError, isBatch } = this.#options;
+    span: ProcessSpan | undefined,
+  ): Promise<HandlerResult> {
+    const { subscription, onError, isBatch, invoke, observer } = this.#options;
     let returned: unknown;
+    const startedAt = observer.handlerStarting(messages);
     try {
-      returned = await this.#options.invoke(messages, slot, transaction);
+      returned = await (span === undefined ? invoke(messages, slot, transaction) : span.run(() => invoke(messages, slot, transaction)));
     } catch (error) {
+      span?.fail(error);
       this.counters.handlerErrors += 1;
       onError(error, { subscription, messageId: messages.map((message) => message.id).join(','), phase: 'handler' });
-      return messages.map((message) => ({ kind: 'retryAfter', delayMs: this.#backoffMs(message.attempt) }));
+      const outcomes = messages.map((message): Outcome => ({ kind: 'retryAfter', delayMs: this.#backoffMs(message.attempt) }));
+      return { outcomes, failure: { thrown: error } };
     } finally {
+      observer.handlerEnded(startedAt);
+      span?.end();
       transaction?.endLoan();
     }
     if (!isBatch || !Array.isArray(returned)) {
       const outcome: Outcome = isOutcome(returned) ? returned : { kind: 'ack' };
-      return messages.map(() => outcome);
+      return { outcomes: messages.map(() => outcome) };
     }
     if (returned.length !== messages.length && !this.#hasWarnedBatchLength) {
       this.#hasWarnedBatchLength = true;
@@ -151,11 +174,12 @@ export class DeliveryRunner {
         `subscription "${subscription}": a batch handler returned ${returned.length} outcomes for ${messages.length} messages; messages without an outcome are retried`,
       );
     }
-    return messages.map((_, index): Outcome => {
+    const outcomes = messages.map((_, index): Outcome => {
       if (index >= returned.length) return { kind: 'retry' };
       const outcome: unknown = returned[index];
       return isOutcome(outcome) ? outcome : { kind: 'ack' };
     });
+    return { outcomes };
   }
 
   async #decode(row: HeldRow): Promise<Message<unknown>> {
@@ -196,23 +220,30 @@ export class DeliveryRunner {
     return Math.round(base * (0.75 + Math.random() * 0.25));
   }
 
-  async #settle(row: HeldRow, outcome: Outcome): Promise<void> {
+  async #settle(row: HeldRow, outcome: Outcome, span?: ProcessSpan, failure?: Failure): Promise<void> {
     if (this.#abandoned.has(row)) return;
-    const settlement = this.#settlementFor(row, outcome);
+    const settlement = this.#settlementFor(row, outcome, failure);
+    const { observer } = this.#options;
+    const settled = settledOutcome(settlement, outcome);
     try {
-      await row.settle(settlement);
+      const tracing = observer.tracing;
+      await (tracing === undefined ? row.settle(settlement) : tracing.settle(span, row.id, settled, () => row.settle(settlement)));
       this.#count(settlement, outcome);
+      observer.settled(settled);
     } catch (error) {
+      observer.settled(error instanceof LeaseLostError ? 'leaseLost' : 'failed');
       this.counters.settleErrors += 1;
       this.#options.onError(error, { subscription: this.#options.subscription, messageId: row.id, phase: 'settle' });
     }
   }
 
-  #settlementFor(row: HeldRow, outcome: Outcome): Settlement {
+  #settlementFor(row: HeldRow, outcome: Outcome, failure: Failure | undefined): Settlement {
     if (outcome.kind === 'ack' || outcome.kind === 'drop') return { kind: 'finish', commitsHandlerWrites: outcome.kind === 'ack' };
     const { maxAttempts } = this.#options.options;
     if (maxAttempts !== undefined && this.#options.deadLetter !== undefined && row.attempt >= maxAttempts) {
-      return { kind: 'deadLetter', target: this.#options.deadLetter };
+      const lastError =
+        failure === undefined ? describeRetryRequested(outcome.kind, row.attempt, maxAttempts) : describeThrown(failure.thrown);
+      return { kind: 'deadLetter', target: this.#options.deadLetter, lastError: boundLastError(lastError) };
     }
     if (outcome.kind === 'retry') return { kind: 'retry' };
     if (this.#options.spec.retryAfter === undefined) {
@@ -233,6 +264,11 @@ export class DeliveryRunner {
     else if (outcome.kind === 'drop') this.counters.dropped += 1;
     else this.counters.retried += 1;
   }
+}
+
+function settledOutcome(settlement: Settlement, outcome: Outcome): SettledOutcome {
+  if (settlement.kind === 'finish') return outcome.kind === 'drop' ? 'drop' : 'ack';
+  return settlement.kind;
 }
 
 function toBuffer(value: unknown): Buffer {

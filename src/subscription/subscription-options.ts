@@ -73,6 +73,14 @@ export interface SubscribeOptions<Payload = unknown> {
   pollIntervalMs?: number;
   /** The lease of this subscription (lease form); default the broker's. */
   leaseMs?: number;
+  /**
+   * Lease form: settlements that arrive within `settlementWindowMs` of each other go to the
+   * database in one statement per kind, each row still fenced by its own token. Default true;
+   * transactional subscriptions settle each delivery in its own transaction whatever this says.
+   */
+  coalesceSettlements?: boolean;
+  /** How long the first settlement of a window waits for others, in ms (0: the same event-loop turn). Default 2. */
+  settlementWindowMs?: number;
   /** Decodes the payload bytes; default JSON. */
   decode?: Decoder<Payload>;
   /** Default `'drop'`. */
@@ -83,6 +91,11 @@ export interface SubscribeOptions<Payload = unknown> {
   deadLetter?: string;
   /** The growing delay after a handler throws: `initialMs * 2^(attempt-1)` with jitter, capped at `maxMs`. */
   retryBackoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * Skips messages whose outbox record id (header `tablequeue-outbox-id`) this subscription
+   * already handled, noting them in a seen table (`defineDedupeTable`); see docs/outbox.md.
+   */
+  dedupe?: { readonly table: string; readonly schema?: string | undefined };
 }
 
 export interface ResolvedSubscribeOptions {
@@ -94,6 +107,8 @@ export interface ResolvedSubscribeOptions {
   readonly onThreads: Readonly<Required<Omit<ThreadOptions, 'module'>> & { module: string }> | undefined;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
+  readonly coalesceSettlements: boolean;
+  readonly settlementWindowMs: number;
   readonly decode: Decoder<unknown> | undefined;
   readonly onDecodeFailure: DecodeFailurePolicy;
   readonly maxAttempts: number | undefined;
@@ -103,6 +118,8 @@ export interface ResolvedSubscribeOptions {
 
 export const DEFAULT_RETRY_BACKOFF_INITIAL_MS = 1_000;
 export const DEFAULT_RETRY_BACKOFF_MAX_MS = 3_600_000;
+/** See docs/benchmarks.md, "Settlement coalescing", for the drains this was chosen from. */
+export const DEFAULT_SETTLEMENT_WINDOW_MS = 2;
 
 const OPTION_KEYS = new Set([
   'workers',
@@ -112,11 +129,14 @@ const OPTION_KEYS = new Set([
   'onThreads',
   'pollIntervalMs',
   'leaseMs',
+  'coalesceSettlements',
+  'settlementWindowMs',
   'decode',
   'onDecodeFailure',
   'maxAttempts',
   'deadLetter',
   'retryBackoff',
+  'dedupe',
 ]);
 
 export function resolveSubscribeOptions(
@@ -147,6 +167,14 @@ export function resolveSubscribeOptions(
   const batch = options.batch === undefined ? undefined : positiveInteger(options.batch, 'batch', where);
   const pollIntervalMs = positiveNumber(options.pollIntervalMs ?? defaults.pollIntervalMs, 'pollIntervalMs', where);
   const leaseMs = positiveNumber(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where);
+  const coalesceSettlements = options.coalesceSettlements ?? true;
+  if (typeof coalesceSettlements !== 'boolean') throw new DeclarationError(`${where}: coalesceSettlements must be true or false`);
+  const settlementWindowMs = options.settlementWindowMs ?? DEFAULT_SETTLEMENT_WINDOW_MS;
+  if (typeof settlementWindowMs !== 'number' || !Number.isFinite(settlementWindowMs) || settlementWindowMs < 0) {
+    throw new DeclarationError(
+      `${where}: settlementWindowMs must be a number of milliseconds of 0 or more, got ${String(settlementWindowMs)}; to settle each delivery on its own, set coalesceSettlements: false`,
+    );
+  }
   if ((options.maxAttempts === undefined) !== (options.deadLetter === undefined)) {
     throw new DeclarationError(
       `${where}: maxAttempts and deadLetter come together; declare both (for example { maxAttempts: 5, deadLetter: 'failed' })`,
@@ -173,6 +201,8 @@ export function resolveSubscribeOptions(
     onThreads,
     pollIntervalMs,
     leaseMs,
+    coalesceSettlements,
+    settlementWindowMs,
     decode: options.decode,
     onDecodeFailure: policy,
     maxAttempts,

@@ -7,8 +7,11 @@ import { RowLockForm } from '../claim/row-lock-form.js';
 import type { Queue } from '../definition/define-table.js';
 import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
+import { prepareStatements, schemaErrorOf } from '../driver/prepare-statements.js';
 import { DeclarationError, SchemaError, StatementError } from '../errors.js';
-import { bindStatement, type Statement } from '../statement.js';
+import type { Observability } from '../observability/observability.js';
+import type { SubscriptionObserver } from '../observability/subscription-observer.js';
+import { bindStatement } from '../statement.js';
 import { parseDeadLetterTable, roleColumns, type TableSpec } from '../table/table-spec.js';
 import { ClaimLoop } from './claim-loop.js';
 import { DeliveryRunner, type InvokeHandler } from './delivery-runner.js';
@@ -59,6 +62,8 @@ export interface SubscriptionRuntime {
   readonly createContext: (signal: AbortSignal) => Omit<HandlerContext, 'signal'>;
   /** Starts the worker threads of an `onThreads` subscription (WP-12). */
   readonly openThreads: (request: ThreadRequest) => Promise<ThreadInvoker>;
+  /** Metrics and spans: the subscription's series are resolved once, when it opens. */
+  readonly observability: Observability;
 }
 
 export interface ThreadRequest {
@@ -139,6 +144,7 @@ export class Subscription {
       spec.form === 'lease'
         ? new LeaseForm(context, {
             leaseMs,
+            settlementWindowMs: this.#options.coalesceSettlements ? this.#options.settlementWindowMs : undefined,
             onRenewed: () => (this.#leaseRenewals += 1),
             onLost: () => (this.#leasesLost += 1),
             onError: (error) => runtime.onError(error, { subscription: this.name, phase: 'lease renewal' }),
@@ -148,7 +154,7 @@ export class Subscription {
           : new RowLockForm(context);
     this.#form = form;
     try {
-      await this.#prepare(runtime, form.statements);
+      await prepareStatements(runtime.driver, form.statements, { kind: 'table', table: this.queue.table.spec.qualifiedName });
     } catch (error) {
       form.close();
       throw error;
@@ -168,6 +174,7 @@ export class Subscription {
     const claimsForEveryWorker = spec.form === 'lease' && isSingleClaim && !transactional;
     const rowsPerClaim = batch ?? (claimsForEveryWorker ? workers : 1);
     const invoke = await this.#openInvoker(runtime);
+    const observer = runtime.observability.forSubscription(this.queue, () => this.stats());
     this.#runner = new DeliveryRunner({
       spec,
       subscription: this.name,
@@ -175,6 +182,7 @@ export class Subscription {
       isBatch: batch !== undefined,
       options: this.#options,
       deadLetter,
+      observer,
       onError: (error, detail) => runtime.onError(error, detail),
       onWarning: runtime.onWarning,
     });
@@ -195,7 +203,7 @@ export class Subscription {
       isBatch: batch !== undefined,
       pollIntervalMs: this.#options.pollIntervalMs,
       poolStats: () => driver.stats(),
-      claim: (limit) => form.claim(limit, new Date()),
+      claim: tracedClaim(observer, (limit) => form.claim(limit, new Date())),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
       isContention: isClaimContention,
       handBack: (row) => this.#handBack(runtime, row),
@@ -217,6 +225,7 @@ export class Subscription {
   async stop(timeoutMs: number): Promise<void> {
     const loop = this.#loop;
     const dispatcher = this.#dispatcher;
+    this.#form?.beginStop?.();
     if (loop && dispatcher) {
       await loop.stop();
       const drained = dispatcher.drain();
@@ -289,7 +298,7 @@ export class Subscription {
     try {
       columns = (await runtime.driver.execute(bindStatement(probe, {}))).columns;
     } catch (error) {
-      throw this.#schemaError(probe, error);
+      throw schemaErrorOf({ kind: 'table', table: spec.qualifiedName }, probe, error);
     }
     const missing = roleColumns(spec).filter((column) => !columns.includes(column));
     if (missing.length > 0) {
@@ -309,35 +318,6 @@ export class Subscription {
     return { kind: 'table', ...parseDeadLetterTable(destination, `subscription "${this.name}"`) };
   }
 
-  async #prepare(runtime: SubscriptionRuntime, statements: Statement[]): Promise<void> {
-    const connection = await runtime.driver.acquire();
-    try {
-      for (const statement of statements) {
-        const placeholders = Object.fromEntries(statement.params.map((param) => [param, null]));
-        try {
-          await connection.prepare(bindStatement(statement, placeholders));
-        } catch (error) {
-          throw this.#schemaError(statement, error);
-        }
-      }
-      connection.release();
-    } catch (error) {
-      connection.destroy();
-      throw error;
-    }
-  }
-
-  #schemaError(statement: Statement, error: unknown): unknown {
-    if (!(error instanceof StatementError)) return error;
-    const table = this.queue.table.spec.qualifiedName;
-    const reason = error.cause instanceof Error ? error.cause.message : error.message;
-    return new SchemaError({
-      table,
-      statement: statement.name,
-      message: `table "${table}": statement "${statement.name}" does not prepare on ${error.database} (${reason}); create the table with createTableSql() or fix its columns`,
-      cause: error,
-    });
-  }
 
   async #handBack(runtime: SubscriptionRuntime, row: HeldRow): Promise<void> {
     try {
@@ -346,6 +326,12 @@ export class Subscription {
       runtime.onError(error, { subscription: this.name, messageId: row.id, phase: 'hand back' });
     }
   }
+}
+
+/** The claim inside a span when tracing is on; the claim itself otherwise. */
+function tracedClaim(observer: SubscriptionObserver, claim: (limit: number) => Promise<HeldRow[]>): (limit: number) => Promise<HeldRow[]> {
+  const tracing = observer.tracing;
+  return tracing === undefined ? claim : (limit) => tracing.claim(() => claim(limit));
 }
 
 /** Whether `promise` settles within `ms`. */

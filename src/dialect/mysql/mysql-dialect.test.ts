@@ -23,6 +23,10 @@ const mariadb = createMysqlDialect({ mariadb: true });
 const EVERY_ROLE_COLUMNS = '`job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `meta`, `payload`';
 const EVERY_LEASE_COLUMNS =
   '`job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload`';
+/** The fixture's headers column `meta` as a dead letter writes it, the last error bound at the one `?`. */
+const META_WITH_LAST_ERROR =
+  "CASE WHEN JSON_VALID(COALESCE(NULLIF(`meta`, ''), '{}')) THEN CASE JSON_TYPE(COALESCE(NULLIF(`meta`, ''), '{}')) " +
+  "WHEN 'OBJECT' THEN JSON_SET(COALESCE(NULLIF(`meta`, ''), '{}'), '$.\"tablequeue-last-error\"', ?) ELSE `meta` END ELSE `meta` END";
 
 describe('mysql capabilities', () => {
   it('gives MariaDB DELETE and INSERT … RETURNING, and neither flavour UPDATE … RETURNING', () => {
@@ -265,28 +269,44 @@ describe('mysql settle.finish', () => {
 });
 
 describe('mysql settle.deadLetter', () => {
-  it('moves the row into a group', () => {
+  it('moves the row into a group, its headers gaining the last error, on MariaDB too', () => {
     const target = { kind: 'group', group: 'dead' } as const;
-    expect(mysql.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, target, { fenced: true }).map(statementText)).toEqual([
+    const expected = [
       {
         name: 'settle.deadLetter',
-        sql: 'UPDATE `email_jobs` SET `queue` = ?, `locked_until` = NULL WHERE `job_id` = ? AND `locked_until` = ?',
-        params: ['destination', 'id', 'held'],
+        sql: `UPDATE \`email_jobs\` SET \`queue\` = ?, \`locked_until\` = NULL, \`meta\` = ${META_WITH_LAST_ERROR} WHERE \`job_id\` = ? AND \`locked_until\` = ?`,
+        params: ['destination', 'lastError', 'id', 'held'],
       },
-    ]);
+    ];
+    expect(mysql.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, target, { fenced: true }).map(statementText)).toEqual(expected);
+    expect(mariadb.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, target, { fenced: true }).map(statementText)).toEqual(expected);
     expect(() => mysql.settle.deadLetter(minimalTable.spec, minimalTable.columns, target, { fenced: false })).toThrow(DeclarationError);
   });
 
-  it('copies then deletes, on MariaDB too', () => {
+  it('moves the row of a table without headers into a group as it is', () => {
+    const target = { kind: 'group', group: 'dead' } as const;
+    expect(mysql.settle.deadLetter(schemaQualifiedTable.spec, schemaQualifiedTable.columns, target, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: 'UPDATE `app`.`jobs` SET `queue` = ?, `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?',
+        params: ['destination', 'id', 'held'],
+      },
+    ]);
+  });
+
+  it('copies with the last error in the headers, then deletes, on MySQL and MariaDB alike', () => {
     const target = { kind: 'table', schema: undefined, name: 'email_jobs_dead' } as const;
-    expect(mariadb.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, target, { fenced: false }).map(statementText)).toEqual([
+    const copied = EVERY_ROLE_COLUMNS.replace('`meta`', META_WITH_LAST_ERROR);
+    const expected = [
       {
         name: 'settle.deadLetter.copy',
-        sql: `INSERT INTO \`email_jobs_dead\` (${EVERY_ROLE_COLUMNS}) SELECT ${EVERY_ROLE_COLUMNS} FROM \`email_jobs\` WHERE \`job_id\` = ?`,
-        params: ['id'],
+        sql: `INSERT INTO \`email_jobs_dead\` (${EVERY_ROLE_COLUMNS}) SELECT ${copied} FROM \`email_jobs\` WHERE \`job_id\` = ?`,
+        params: ['lastError', 'id'],
       },
       { name: 'settle.deadLetter.remove', sql: 'DELETE FROM `email_jobs` WHERE `job_id` = ?', params: ['id'] },
-    ]);
+    ];
+    expect(mariadb.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, target, { fenced: false }).map(statementText)).toEqual(expected);
+    expect(mysql.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, target, { fenced: false }).map(statementText)).toEqual(expected);
   });
 
   it('fences both halves and writes NULL for the lease', () => {

@@ -12,7 +12,16 @@ import {
   whereAll,
 } from '../claim-clauses.js';
 import { MYSQL_CLOCK } from '../database-clock.js';
-import { GROUP_GUARD_COLUMN, type Dialect, type InsertOptions, type LeaseClaim, type TableColumns } from '../dialect.js';
+import {
+  GROUP_GUARD_COLUMN,
+  type Dialect,
+  type InsertOptions,
+  type LeaseClaim,
+  type LeaseSettleManyRequest,
+  type TableColumns,
+} from '../dialect.js';
+import { MYSQL_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
+import { renderPairedSettleMany } from '../lease-settle-many.js';
 import {
   createLeaseSettlements,
   createRowLockStatements,
@@ -63,11 +72,23 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
         return guard === undefined ? claim : { ...claim, guard };
       },
       ...createLeaseSettlements(style),
+      // The locking select and its write run at READ COMMITTED, as the claims do: no gap locks.
+      settleMany: (spec: TableSpec, _columns: TableColumns, request: LeaseSettleManyRequest) =>
+        renderPairedSettleMany(
+          {
+            style,
+            updateReturns: capabilities.supportsUpdateReturning,
+            deleteReturns: capabilities.supportsDeleteReturning,
+            begin: () => begin('read committed'),
+          },
+          spec,
+          request,
+        ),
     }),
     fifo: Object.freeze({ guard: (spec: TableSpec) => renderGroupGuard(spec) }),
     advisory: createMysqlAdvisoryStatements(options),
     // MariaDB's DELETE … RETURNING cannot feed an INSERT, so both flavours copy then delete.
-    settle: Object.freeze(createSettleStatements(style)),
+    settle: Object.freeze(createSettleStatements(style, MYSQL_HEADERS_WITH_LAST_ERROR)),
     insert: Object.freeze({
       rows: (spec: TableSpec, columns: readonly string[], rowCount: number, insertOptions?: InsertOptions) =>
         renderInsertRows(

@@ -22,6 +22,11 @@ const postgres = createPostgresDialect();
 const EVERY_ROLE_COLUMNS = '"job_id", "queue", "priority", "customer", "retry_after", "attempt", "processed_at", "meta", "payload"';
 const EVERY_LEASE_COLUMNS =
   '"job_id", "queue", "priority", "customer", "retry_after", "attempt", "processed_at", "locked_until", "meta", "payload"';
+/** The fixture's headers column `meta` as a dead letter writes it, the last error bound at `$n`. */
+function metaWithLastError(placeholder: string): string {
+  const stored = `COALESCE(NULLIF("meta"::text, ''), '{}')::jsonb`;
+  return `CASE jsonb_typeof(${stored}) WHEN 'object' THEN ${stored} || jsonb_build_object('tablequeue-last-error', ${placeholder}::text) ELSE ${stored} END`;
+}
 
 describe('postgres session', () => {
   it('begins at the server default level, or at the declared one', () => {
@@ -298,14 +303,28 @@ describe('postgres settle.deadLetter', () => {
   const toGroup = { kind: 'group', group: 'dead' } as const;
   const toTable = { kind: 'table', schema: undefined, name: 'email_jobs_dead' } as const;
 
-  it('moves the row into a group', () => {
+  it('moves the row into a group, its headers gaining the last error', () => {
     expect(postgres.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, toGroup, { fenced: false }).map(statementText)).toEqual([
-      { name: 'settle.deadLetter', sql: 'UPDATE "email_jobs" SET "queue" = $1 WHERE "job_id" = $2', params: ['destination', 'id'] },
+      {
+        name: 'settle.deadLetter',
+        sql: `UPDATE "email_jobs" SET "queue" = $1, "meta" = ${metaWithLastError('$2')} WHERE "job_id" = $3`,
+        params: ['destination', 'lastError', 'id'],
+      },
     ]);
     expect(postgres.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, toGroup, { fenced: true }).map(statementText)).toEqual([
       {
         name: 'settle.deadLetter',
-        sql: 'UPDATE "email_jobs" SET "queue" = $1, "locked_until" = NULL WHERE "job_id" = $2 AND "locked_until" = $3',
+        sql: `UPDATE "email_jobs" SET "queue" = $1, "locked_until" = NULL, "meta" = ${metaWithLastError('$2')} WHERE "job_id" = $3 AND "locked_until" = $4`,
+        params: ['destination', 'lastError', 'id', 'held'],
+      },
+    ]);
+  });
+
+  it('moves the row of a table without headers into a group as it is', () => {
+    expect(postgres.settle.deadLetter(schemaQualifiedTable.spec, schemaQualifiedTable.columns, toGroup, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: 'UPDATE "app"."jobs" SET "queue" = $1, "locked_until" = NULL WHERE "id" = $2 AND "locked_until" = $3',
         params: ['destination', 'id', 'held'],
       },
     ]);
@@ -315,12 +334,24 @@ describe('postgres settle.deadLetter', () => {
     expect(() => postgres.settle.deadLetter(minimalTable.spec, minimalTable.columns, toGroup, { fenced: false })).toThrow(DeclarationError);
   });
 
-  it('moves the row into a table in one statement', () => {
+  it('moves the row into a table in one statement, the copy\'s headers gaining the last error', () => {
+    const copied = EVERY_ROLE_COLUMNS.replace('"meta"', metaWithLastError('$2'));
     expect(postgres.settle.deadLetter(everyRoleTable.spec, everyRoleTable.columns, toTable, { fenced: false }).map(statementText)).toEqual([
       {
         name: 'settle.deadLetter',
-        sql: `WITH tablequeue_moved AS (DELETE FROM "email_jobs" WHERE "job_id" = $1 RETURNING ${EVERY_ROLE_COLUMNS}) INSERT INTO "email_jobs_dead" (${EVERY_ROLE_COLUMNS}) SELECT ${EVERY_ROLE_COLUMNS} FROM tablequeue_moved`,
-        params: ['id'],
+        sql: `WITH tablequeue_moved AS (DELETE FROM "email_jobs" WHERE "job_id" = $1 RETURNING ${EVERY_ROLE_COLUMNS}) INSERT INTO "email_jobs_dead" (${EVERY_ROLE_COLUMNS}) SELECT ${copied} FROM tablequeue_moved`,
+        params: ['id', 'lastError'],
+      },
+    ]);
+  });
+
+  it('writes NULL for the lease and the last error into the headers when a fenced row moves into a table', () => {
+    const copied = EVERY_LEASE_COLUMNS.replace('"locked_until"', 'NULL').replace('"meta"', metaWithLastError('$3'));
+    expect(postgres.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, toTable, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: `WITH tablequeue_moved AS (DELETE FROM "email_jobs" WHERE "job_id" = $1 AND "locked_until" = $2 RETURNING ${EVERY_LEASE_COLUMNS}) INSERT INTO "email_jobs_dead" (${EVERY_LEASE_COLUMNS}) SELECT ${copied} FROM tablequeue_moved`,
+        params: ['id', 'held', 'lastError'],
       },
     ]);
   });

@@ -20,8 +20,10 @@ import {
   type Dialect,
   type InsertOptions,
   type LeaseClaim,
+  type LeaseSettleManyRequest,
   type TableColumns,
 } from '../dialect.js';
+import { POSTGRES_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
 import {
   copiedColumns,
   createLeaseSettlements,
@@ -37,6 +39,7 @@ import {
 import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlStyle } from '../quoting.js';
 import { renderPostgresCreateTable } from './postgres-ddl.js';
 import { createPostgresAdvisoryStatements } from './postgres-advisory.js';
+import { renderPostgresSettleMany } from './postgres-lease-settle-many.js';
 import { createPostgresNotifyStatements } from './postgres-notify.js';
 
 const DATABASE = 'postgres';
@@ -66,11 +69,13 @@ export function createPostgresDialect(): Dialect {
         return { kind: 'single', statement, guarded: { begin: [renderBegin('read committed')], guard } };
       },
       ...createLeaseSettlements(style),
+      settleMany: (spec: TableSpec, columns: TableColumns, request: LeaseSettleManyRequest) =>
+        renderPostgresSettleMany(style, spec, columns, request),
     }),
     fifo: Object.freeze({ guard: (spec: TableSpec) => renderGroupGuard(spec) }),
     advisory: createPostgresAdvisoryStatements(),
     settle: Object.freeze(
-      createSettleStatements(style, (spec, columns, target, options) => [
+      createSettleStatements(style, POSTGRES_HEADERS_WITH_LAST_ERROR, (spec, columns, target, options) => [
         renderDeadLetterToTable(spec, columns, target, options),
       ]),
     ),
@@ -143,7 +148,8 @@ function renderDeadLetterToTable(
   validatePostgresIdentifier(target.name, 'dead-letter table');
   const list = columnList(columns);
   const moved = sql`DELETE FROM ${tableOf(spec)} WHERE ${rowFilter(spec, options)} RETURNING ${list}`;
-  const copy = sql`INSERT INTO ${deadLetterTableOf(target)} (${list}) SELECT ${copiedColumns(spec, columns, options)} FROM tablequeue_moved`;
+  const copied = copiedColumns(spec, columns, options, POSTGRES_HEADERS_WITH_LAST_ERROR);
+  const copy = sql`INSERT INTO ${deadLetterTableOf(target)} (${list}) SELECT ${copied} FROM tablequeue_moved`;
   return renderStatement(style, 'settle.deadLetter', sql`WITH tablequeue_moved AS (${moved}) ${copy}`);
 }
 

@@ -19,6 +19,10 @@ import { checkSqliteVersion, createSqliteDialect } from './sqlite-dialect.js';
 const sqlite = createSqliteDialect();
 const EVERY_LEASE_COLUMNS =
   '`job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload`';
+/** The fixture's headers column `meta` as a dead letter writes it, the last error bound at the one `?`. */
+const META_WITH_LAST_ERROR =
+  "CASE WHEN json_valid(COALESCE(NULLIF(`meta`, ''), '{}')) THEN CASE json_type(COALESCE(NULLIF(`meta`, ''), '{}')) " +
+  "WHEN 'object' THEN json_set(COALESCE(NULLIF(`meta`, ''), '{}'), '$.\"tablequeue-last-error\"', ?) ELSE `meta` END ELSE `meta` END";
 
 describe('sqlite capabilities', () => {
   it('has one writer, no row locks, and returns the counted attempt from the lease claim', () => {
@@ -162,16 +166,44 @@ describe('sqlite settle.finish', () => {
 });
 
 describe('sqlite settle.deadLetter', () => {
-  it('moves the row into a group', () => {
+  it('moves the row into a group, its headers gaining the last error', () => {
     const target = { kind: 'group', group: 'dead' } as const;
     expect(sqlite.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, target, { fenced: true }).map(statementText)).toEqual([
       {
         name: 'settle.deadLetter',
-        sql: 'UPDATE `email_jobs` SET `queue` = ?, `locked_until` = NULL WHERE `job_id` = ? AND `locked_until` = ?',
-        params: ['destination', 'id', 'held'],
+        sql: `UPDATE \`email_jobs\` SET \`queue\` = ?, \`locked_until\` = NULL, \`meta\` = ${META_WITH_LAST_ERROR} WHERE \`job_id\` = ? AND \`locked_until\` = ?`,
+        params: ['destination', 'lastError', 'id', 'held'],
       },
     ]);
     expect(() => sqlite.settle.deadLetter(minimalLeaseTable.spec, minimalLeaseTable.columns, target, { fenced: true })).toThrow(DeclarationError);
+  });
+
+  it('moves the row of a table without headers into a group as it is', () => {
+    const target = { kind: 'group', group: 'dead' } as const;
+    expect(sqlite.settle.deadLetter(schemaQualifiedTable.spec, schemaQualifiedTable.columns, target, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter',
+        sql: 'UPDATE `app`.`jobs` SET `queue` = ?, `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?',
+        params: ['destination', 'id', 'held'],
+      },
+    ]);
+  });
+
+  it('copies with NULL for the lease and the last error in the headers, then deletes, both fenced', () => {
+    const target = { kind: 'table', schema: undefined, name: 'email_jobs_dead' } as const;
+    const copied = EVERY_LEASE_COLUMNS.replace('`locked_until`', 'NULL').replace('`meta`', META_WITH_LAST_ERROR);
+    expect(sqlite.settle.deadLetter(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, target, { fenced: true }).map(statementText)).toEqual([
+      {
+        name: 'settle.deadLetter.copy',
+        sql: `INSERT INTO \`email_jobs_dead\` (${EVERY_LEASE_COLUMNS}) SELECT ${copied} FROM \`email_jobs\` WHERE \`job_id\` = ? AND \`locked_until\` = ?`,
+        params: ['lastError', 'id', 'held'],
+      },
+      {
+        name: 'settle.deadLetter.remove',
+        sql: 'DELETE FROM `email_jobs` WHERE `job_id` = ? AND `locked_until` = ?',
+        params: ['id', 'held'],
+      },
+    ]);
   });
 
   it('copies with NULL for the lease, then deletes, both fenced', () => {

@@ -13,7 +13,9 @@ import {
   whereAll,
 } from '../claim-clauses.js';
 import { SQLITE_CLOCK } from '../database-clock.js';
-import type { Dialect, InsertOptions, LeaseClaim, TableColumns } from '../dialect.js';
+import type { Dialect, InsertOptions, LeaseClaim, LeaseSettleManyRequest, TableColumns } from '../dialect.js';
+import { SQLITE_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
+import { renderPairedSettleMany } from '../lease-settle-many.js';
 import {
   createLeaseSettlements,
   createSavepointStatements,
@@ -60,11 +62,22 @@ export function createSqliteDialect(): Dialect {
         statement: renderLeaseClaim(spec, columns),
       }),
       ...createLeaseSettlements(style),
+      settleMany: (spec: TableSpec, _columns: TableColumns, request: LeaseSettleManyRequest) =>
+        renderPairedSettleMany(
+          {
+            style,
+            updateReturns: SQLITE_CAPABILITIES.supportsUpdateReturning,
+            deleteReturns: SQLITE_CAPABILITIES.supportsDeleteReturning,
+            begin: () => [renderBegin(undefined, 'immediate')],
+          },
+          spec,
+          request,
+        ),
     }),
     // The single writer runs one claim at a time, and each claim is one statement: no guard.
     fifo: Object.freeze({ guard: (): undefined => undefined }),
     advisory: createSqliteAdvisoryStatements(),
-    settle: Object.freeze(createSettleStatements(style)),
+    settle: Object.freeze(createSettleStatements(style, SQLITE_HEADERS_WITH_LAST_ERROR)),
     insert: Object.freeze({
       rows: (spec: TableSpec, columns: readonly string[], rowCount: number, options?: InsertOptions) =>
         renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }, options),

@@ -332,9 +332,13 @@ function toQueryResult(result: PgQueryResultLike): QueryResult {
   };
 }
 
-/** An ISO string reads as the same instant in a timestamptz, whatever the process's time zone. */
+/**
+ * An ISO string reads as the same instant in a timestamptz, whatever the process's time zone.
+ * Array elements are encoded alike: pg would write a Date inside an array in local time.
+ */
 function encodeValue(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map(encodeValue);
   if (typeof value === 'bigint') return value.toString();
   return value ?? null;
 }

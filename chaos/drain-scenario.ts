@@ -1,10 +1,25 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+/**
+ * The drain scenario: three replicas drain the queue while they are killed, their connections
+ * are killed from the server, or the server restarts, every two seconds.
+ */
+import { execFileSync } from 'node:child_process';
 import type { Stand, TestDatabase } from '../conformance/stand.js';
-import type { Driver } from '../src/driver/driver.js';
-import { Broker, defineTable, type TableDeclaration } from '../src/index.js';
-
-const WORKER = fileURLToPath(new URL('./chaos-worker.ts', import.meta.url));
+import { defineTable, type TableDeclaration } from '../src/index.js';
+import {
+  createEffectsSql,
+  killReplica,
+  publishAll,
+  readCount,
+  readRows,
+  recordEffectSql,
+  sleep,
+  startReplica,
+  startReplicas,
+  stopReplica,
+  withDatabase,
+  type Replica,
+} from './chaos-processes.js';
+import type { ChaosWorkerConfig } from './chaos-worker.js';
 
 export type ChaosForm = 'rowLock' | 'lease';
 export type Disruption = 'kill replicas' | 'kill connections' | 'restart database';
@@ -51,38 +66,39 @@ function declaration(form: ChaosForm): TableDeclaration {
  * two seconds until the queue is empty; then reads the effects table: every message must be
  * there (nothing lost), and each once unless a crash rule allows a second delivery.
  */
-export async function runChaosCase(chaos: ChaosCase): Promise<ChaosResult> {
-  const db = await chaos.stand.createDatabase();
-  const table = defineTable(declaration(chaos.form));
-  try {
+export function runChaosCase(chaos: ChaosCase): Promise<ChaosResult> {
+  return withDatabase(chaos.stand, async (db) => {
+    const table = defineTable(declaration(chaos.form));
     for (const sql of table.createTableSql(chaos.stand.ddlDialect)) await db.exec(sql);
-    await db.exec('CREATE TABLE effects (message_id VARCHAR(64) NOT NULL, pid INTEGER NOT NULL)');
-    await publishAll(db, table.queue('chaos'), chaos.messages);
-    const placeholders = chaos.stand.kind === 'postgres' ? '$1, $2' : '?, ?';
-    const config = {
+    await db.exec(createEffectsSql(chaos.stand));
+    await publishAll(db, table.queue('chaos'), Array.from({ length: chaos.messages }, (_, index) => ({ payload: index })));
+    const config: ChaosWorkerConfig = {
       database: db.url!,
       table: declaration(chaos.form),
-      queue: 'chaos',
+      queues: ['chaos'],
+      mode: 'record',
       workers: WORKERS_PER_REPLICA,
+      poolMax: WORKERS_PER_REPLICA + 2,
       leaseMs: LEASE_MS,
-      recordSql: `INSERT INTO effects (message_id, pid) VALUES (${placeholders})`,
+      recordSql: recordEffectSql(chaos.stand),
     };
     // The harness reads through a pool of its own, which reconnects after kills and restarts.
     const probe = await db.openDriver({ poolSize: 2 });
+    const remaining = () => readCount(probe, 'SELECT COUNT(*) AS n FROM chaos_jobs');
     const startedAt = Date.now();
-    const replicas = await Promise.all(Array.from({ length: REPLICAS }, () => startReplica(config)));
+    const replicas = await startReplicas(REPLICAS, config);
     let disruptions = 0;
-    while ((await remaining(probe)) > 0) {
+    while ((await remaining()) > 0) {
       if (Date.now() - startedAt > RUN_LIMIT_MS) break;
-      await new Promise((resolve) => setTimeout(resolve, DISRUPTION_EVERY_MS));
-      if ((await remaining(probe)) === 0) break;
+      await sleep(DISRUPTION_EVERY_MS);
+      if ((await remaining()) === 0) break;
       await disrupt(chaos, db, replicas, config);
       disruptions += 1;
     }
     const seconds = (Date.now() - startedAt) / 1000;
-    await Promise.all(replicas.map((replica) => stopReplica(replica.child)));
-    const counts = await read(probe, 'SELECT COUNT(*) AS total, COUNT(DISTINCT message_id) AS distinct_ids FROM effects');
-    const distinct = Number(counts['distinct_ids']);
+    await Promise.all(replicas.map((replica) => stopReplica(replica)));
+    const [counts] = await readRows(probe, 'SELECT COUNT(*) AS total, COUNT(DISTINCT message_id) AS distinct_ids FROM effects');
+    const distinct = Number(counts!['distinct_ids']);
     return {
       database: chaos.stand.name,
       form: chaos.form,
@@ -90,74 +106,17 @@ export async function runChaosCase(chaos: ChaosCase): Promise<ChaosResult> {
       messages: chaos.messages,
       disruptions,
       lost: chaos.messages - distinct,
-      handledTwice: Number(counts['total']) - distinct,
+      handledTwice: Number(counts!['total']) - distinct,
       seconds,
     };
-  } finally {
-    await db.drop().catch((error: unknown) => console.error(`could not drop the run's database: ${String(error)}`));
-  }
-}
-
-/** One row of a query through the probe pool, retried while the server is away (kills, restarts). */
-async function read(probe: Driver, sql: string): Promise<Record<string, unknown>> {
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      return (await probe.execute({ name: 'chaos.read', sql, values: [] })).rows[0]!;
-    } catch (error) {
-      if (attempt >= 120) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
-}
-
-async function publishAll(db: TestDatabase, queue: ReturnType<ReturnType<typeof defineTable>['queue']>, count: number) {
-  const publisher = new Broker({ database: db.url! });
-  await publisher.start();
-  const chunk = 5_000;
-  for (let start = 0; start < count; start += chunk) {
-    const size = Math.min(chunk, count - start);
-    await publisher.publishMany(queue, Array.from({ length: size }, (_, index) => ({ payload: start + index })));
-  }
-  await publisher.stop();
-}
-
-async function remaining(probe: Driver): Promise<number> {
-  return Number((await read(probe, 'SELECT COUNT(*) AS n FROM chaos_jobs'))['n']);
-}
-
-interface Replica {
-  child: ChildProcess;
-}
-
-function startReplica(config: Record<string, unknown>): Promise<Replica> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('ready')) resolve({ child });
-    });
-    child.once('exit', (code) => reject(new Error(`a replica exited with ${code} before it was ready`)));
   });
 }
 
-async function stopReplica(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-async function disrupt(chaos: ChaosCase, db: TestDatabase, replicas: Replica[], config: Record<string, unknown>) {
+async function disrupt(chaos: ChaosCase, db: TestDatabase, replicas: Replica[], config: ChaosWorkerConfig) {
   switch (chaos.disruption) {
     case 'kill replicas': {
       const index = Math.floor(Math.random() * replicas.length);
-      const victim = replicas[index]!.child;
-      const exited = new Promise<void>((resolve) => victim.once('exit', () => resolve()));
-      victim.kill('SIGKILL');
-      await exited;
+      await killReplica(replicas[index]!);
       replicas[index] = await startReplica(config);
       return;
     }

@@ -1,0 +1,268 @@
+import { execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { openQueueInspector, Outcome, type Broker } from '../../src/index.js';
+import { Collector, countRows, createBroker, createTable, jobsTable, waitForDatabase } from '../fixtures.js';
+import type { SuiteContext } from '../run-conformance.js';
+
+const CLI = fileURLToPath(new URL('../../src/cli/cli.ts', import.meta.url));
+
+interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the `tablequeue` command in a process of its own, as a script would. */
+function runCli(args: readonly string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+interface GroupJson {
+  group: string | null;
+  ready: number;
+  delayed: number;
+  inWork: number;
+  processed: number;
+  deadLettered: number;
+  total: number;
+  oldestReadyAgeSeconds: number | null;
+}
+
+interface InspectionJson {
+  table: string;
+  deadLettered: number;
+  groups: GroupJson[];
+}
+
+/**
+ * A lease table (every stand has the lease form) that marks processed rows, holding a row in
+ * each state: group "waiting" two ready and one delayed, "working" one leased by a handler still
+ * running, "finished" one processed, and two dead letters in group "dead" that came from "failing".
+ */
+async function fillEveryState(context: SuiteContext): Promise<{ broker: Broker; release: () => void }> {
+  const table = jobsTable({ form: 'lease', mark: true });
+  await createTable(context.stand, context.db, table);
+  const broker = createBroker(context.db, context.brokers);
+  const started = new Collector<string>();
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  broker.subscribe(table.queue('working'), async (message) => {
+    started.push(message.id);
+    await gate;
+  });
+  broker.subscribe(table.queue('finished'), () => Outcome.ack());
+  broker.subscribe(table.queue('failing'), () => Outcome.retry(), { maxAttempts: 1, deadLetter: 'dead' });
+  await broker.start();
+  await broker.publishMany(table.queue('waiting'), [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
+  await broker.publish(table.queue('waiting'), { n: 3 }, { delayMs: 3_600_000 });
+  await broker.publish(table.queue('working'), { n: 4 });
+  await broker.publish(table.queue('finished'), { n: 5 });
+  await broker.publishMany(table.queue('failing'), [{ payload: { n: 6 } }, { payload: { n: 7 } }]);
+  await started.waitFor(1);
+  await waitForDatabase(async () => (await countRows(context.db, 'jobs', 'processed_at IS NOT NULL')) === 1, 30_000, 'the processed row');
+  await waitForDatabase(async () => (await countRows(context.db, 'jobs', "queue = 'dead'")) === 2, 30_000, 'two dead letters');
+  return { broker, release };
+}
+
+function groupOf(inspection: InspectionJson, group: string): GroupJson | undefined {
+  return inspection.groups.find((counts) => counts.group === group);
+}
+
+/** Operator commands (`stats`, `peek`, `requeue`, `purge`) and the inspector behind them. */
+export function cliOperationsSuite(context: SuiteContext): void {
+  const { stand } = context;
+
+  describe('queue inspector', () => {
+    it('counts, peeks, requeues from a dead-letter table and purges, in process', async () => {
+      const table = jobsTable({ form: 'lease', grouped: false });
+      await createTable(stand, context.db, table);
+      await createTable(stand, context.db, jobsTable({ form: 'lease', grouped: false, name: 'jobs_dead' }));
+      const broker = createBroker(context.db, context.brokers);
+      broker.subscribe(table.queue('jobs'), () => Outcome.retry(), { maxAttempts: 1, deadLetter: 'jobs_dead' });
+      await broker.start();
+      const ids = [await broker.publish(table.queue('jobs'), { n: 1 }), await broker.publish(table.queue('jobs'), 'plain text')];
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs_dead')) === 2, 30_000, 'two dead letters');
+      await broker.stop();
+
+      const driver = await context.db.openDriver();
+      const missing = openQueueInspector({ database: driver, table: 'no_such_jobs' });
+      await expect(missing).rejects.toMatchObject({ code: 'SCHEMA', table: 'no_such_jobs' });
+      const misnamed = openQueueInspector({ database: driver, table: 'jobs', columns: { group: 'topic' } });
+      await expect(misnamed).rejects.toThrow(/table "jobs" has no column "topic" \(named as its group column\)/);
+      const inspector = await openQueueInspector({ database: driver, table: 'jobs', deadLetter: { kind: 'table', table: 'jobs_dead' } });
+      try {
+        const before = await inspector.inspect();
+        expect(before.deadLettered).toBe(2);
+        expect(before.groups).toEqual([
+          expect.objectContaining({ group: null, ready: 0, delayed: 0, inWork: 0, processed: 0, deadLettered: 2 }),
+        ]);
+        const dead = await inspector.peek({ deadLetters: true });
+        expect(dead.map((row) => [row.id, row.payload, row.attempt])).toEqual([
+          [ids[0], { n: 1 }, 2],
+          [ids[1], 'plain text', 2],
+        ]);
+
+        expect(await inspector.requeue({ ids: [ids[1]!, '999999'] })).toBe(1);
+        expect((await inspector.peek()).map((row) => [row.id, row.attempt, row.lockedUntil])).toEqual([[ids[1], 1, null]]);
+        expect(await inspector.requeue({})).toBe(1);
+        const after = await inspector.inspect();
+        expect(after.deadLettered).toBe(0);
+        expect(after.groups[0]).toMatchObject({ ready: 2, deadLettered: 0 });
+        expect(await countRows(context.db, 'jobs_dead')).toBe(0);
+
+        expect(await inspector.purge()).toBe(2);
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+      } finally {
+        await inspector.close();
+        await driver.close();
+      }
+    });
+  });
+
+  // The commands run in processes of their own, which need a database another process can open.
+  if (!stand.capabilities.supportsProcesses) return;
+
+  describe('tablequeue stats, peek, requeue and purge', { timeout: 120_000 }, () => {
+    it('stats --json counts every state per group, and peek shows the dead letters decoded', async () => {
+      const { broker, release } = await fillEveryState(context);
+      const url = context.db.url!;
+      const base = ['--database', url, '--table', 'jobs', '--dead-letter-group', 'dead'];
+      const [stats, peek, human] = await Promise.all([
+        runCli(['stats', ...base, '--json']),
+        runCli(['peek', ...base, '--dead-letters', '--json']),
+        runCli(['stats', ...base]),
+      ]);
+      release();
+      await broker.stop();
+
+      expect(stats.stderr).toBe('');
+      expect(stats.code).toBe(0);
+      const inspection = JSON.parse(stats.stdout) as InspectionJson;
+      expect(inspection.table).toBe('jobs');
+      expect(inspection.deadLettered).toBe(2);
+      expect(groupOf(inspection, 'waiting')).toMatchObject({ ready: 2, delayed: 1, inWork: 0, processed: 0, deadLettered: 0, total: 3 });
+      expect(groupOf(inspection, 'waiting')!.oldestReadyAgeSeconds).toEqual(expect.any(Number));
+      expect(groupOf(inspection, 'working')).toMatchObject({ ready: 0, delayed: 0, inWork: 1, processed: 0, total: 1 });
+      expect(groupOf(inspection, 'finished')).toMatchObject({ ready: 0, inWork: 0, processed: 1, total: 1 });
+      expect(groupOf(inspection, 'dead')).toMatchObject({ deadLettered: 2, total: 2 });
+      expect(groupOf(inspection, 'failing')).toBeUndefined();
+
+      expect(peek.code).toBe(0);
+      const rows = JSON.parse(peek.stdout) as { group: string; payload: unknown; attempt: number }[];
+      expect(rows.map((row) => [row.group, row.payload])).toEqual([
+        ['dead', { n: 6 }],
+        ['dead', { n: 7 }],
+      ]);
+
+      expect(human.code).toBe(0);
+      const lines = human.stdout.trimEnd().split('\n');
+      expect(lines[1]).toMatch(/^group\s+ready\s+delayed\s+in work\s+processed\s+dead-lettered\s+oldest ready$/);
+      // Lined up: every row as wide as the heading (right-aligned counts end where it ends).
+      expect(new Set(lines.slice(1).map((line) => line.length)).size).toBe(1);
+      expect(human.stdout.includes('\u001b[')).toBe(false);
+    });
+
+    it('requeue moves exactly the dead letters named, then all of them, attempt reset', async () => {
+      const { broker, release } = await fillEveryState(context);
+      release();
+      await broker.stop();
+      const url = context.db.url!;
+      const base = ['--database', url, '--table', 'jobs', '--dead-letter-group', 'dead'];
+      const dead = JSON.parse((await runCli(['peek', ...base, '--dead-letters', '--json'])).stdout) as { id: string }[];
+      expect(dead).toHaveLength(2);
+
+      const [neither, noDestination] = await Promise.all([
+        runCli(['requeue', ...base]),
+        runCli(['requeue', ...base, '--all']),
+      ]);
+      expect(neither.code).toBe(2);
+      expect(neither.stderr).toMatch(/--id .* or --all/);
+      expect(noDestination.code).toBe(2);
+      expect(noDestination.stderr).toMatch(/--to-group/);
+
+      const one = await runCli(['requeue', ...base, '--id', dead[0]!.id, '--to-group', 'failing']);
+      expect(one.stderr).toBe('');
+      expect(one.code).toBe(0);
+      expect(one.stdout).toMatch(/moved 1 dead letter back to group "failing"/);
+      const moved = await context.db.query<{ id: unknown; queue: string; attempt: unknown }>('SELECT id, queue, attempt FROM jobs ORDER BY id');
+      const byId = new Map(moved.map((row) => [String(row.id), row]));
+      expect(byId.get(dead[0]!.id)).toMatchObject({ queue: 'failing' });
+      expect(Number(byId.get(dead[0]!.id)!.attempt)).toBe(1);
+      expect(byId.get(dead[1]!.id)).toMatchObject({ queue: 'dead' });
+
+      const all = await runCli(['requeue', ...base, '--all', '--to-group', 'failing']);
+      expect(all.code).toBe(0);
+      expect(all.stdout).toMatch(/moved 1 dead letter back/);
+      expect(await countRows(context.db, 'jobs', "queue = 'dead'")).toBe(0);
+      expect(await countRows(context.db, 'jobs', "queue = 'failing' AND attempt = 1")).toBe(2);
+      expect(await countRows(context.db, 'jobs')).toBe(7);
+    });
+
+    it('purge refuses without --yes (exit 2, saying what it would delete) and deletes with it', async () => {
+      const { broker, release } = await fillEveryState(context);
+      release();
+      await broker.stop();
+      const base = ['--database', context.db.url!, '--table', 'jobs'];
+      const refused = await runCli(['purge', ...base, '--group', 'waiting']);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/would delete 3 rows of group "waiting"/);
+      expect(await countRows(context.db, 'jobs')).toBe(7);
+
+      const purged = await runCli(['purge', ...base, '--group', 'waiting', '--yes']);
+      expect(purged.code).toBe(0);
+      expect(purged.stdout).toMatch(/deleted 3 rows/);
+      expect(await countRows(context.db, 'jobs', "queue = 'waiting'")).toBe(0);
+      expect(await countRows(context.db, 'jobs')).toBe(4);
+
+      const everything = await runCli(['purge', ...base, '--yes']);
+      expect(everything.stdout).toMatch(/deleted 4 rows of table "jobs"/);
+      expect(await countRows(context.db, 'jobs')).toBe(0);
+    });
+
+    it('exits 1 naming a missing table and 2 on a missing flag', async () => {
+      const [missingTable, missingFlag] = await Promise.all([
+        runCli(['stats', '--database', context.db.url!, '--table', 'no_such_jobs']),
+        runCli(['peek', '--database', context.db.url!]),
+      ]);
+      expect(missingTable.code).toBe(1);
+      expect(missingTable.stderr).toMatch(/table "no_such_jobs" cannot be read/);
+      expect(missingFlag.code).toBe(2);
+      expect(missingFlag.stderr).toMatch(/peek needs --table/);
+    });
+
+    it('stats --watch prints a snapshot per refresh until Ctrl-C, then exits 0', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', CLI, 'stats', '--database', context.db.url!, '--table', 'jobs', '--watch', '0.2', '--json'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      let stdout = '';
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const snapshots = await new Promise<InspectionJson[]>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const lines = stdout.split('\n').filter((line) => line.length > 0);
+          if (lines.length >= 2 && stdout.endsWith('\n')) resolve(lines.map((line) => JSON.parse(line) as InspectionJson));
+        });
+        void exited.then(() => reject(new Error(`stats --watch exited before two snapshots: ${stderr}`)));
+      });
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      expect(snapshots.length).toBeGreaterThanOrEqual(2);
+      for (const snapshot of snapshots) expect(snapshot).toMatchObject({ table: 'jobs', groups: [], deadLettered: 0 });
+    });
+  });
+}

@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
+import type { Driver } from '../../src/driver/driver.js';
+import { createDeferred } from '../../src/internal/deferred.js';
+import { Broker, type QueueTable } from '../../src/index.js';
+import { countRows, createTable, jobsTable, placeholder, waitForDatabase } from '../fixtures.js';
+import type { SuiteContext } from '../run-conformance.js';
+import type { TestDatabase } from '../stand.js';
+import {
+  chromiumPath,
+  isChromiumInstalled,
+  launchBrowser,
+  startDashboardProcess,
+  type BrowserSession,
+  type DashboardProcess,
+} from './dashboard-harness.js';
+
+/** The browser's document, as much of it as the conditions below read; the project's types have no DOM. */
+declare const document: { querySelector(selector: string): { getAttribute(name: string): string | null } | null };
+
+const HEARTBEAT_TABLE = 'tq_brokers';
+const REFRESH_MS = '200';
+const BULK_ROWS = 400;
+
+/**
+ * `tablequeue dashboard` end to end: the command in a process of its own, the page in headless
+ * Chromium, rows written by one broker of this process (which also drains and beats). The
+ * tests of this suite share one database, one browser and one broker, and run in order.
+ */
+export function dashboardSuite(context: SuiteContext): void {
+  const { stand } = context;
+  // The dashboard reads the database from a process of its own.
+  if (!stand.capabilities.supportsProcesses) return;
+  if (!isChromiumInstalled()) {
+    const reason = `Chromium is not at ${chromiumPath()}; install Debian's chromium or set CHROMIUM_PATH`;
+    if (process.env['REQUIRE_LIVE'] === '1') {
+      describe('dashboard', () => {
+        it('has a browser to test in (REQUIRE_LIVE=1)', () => {
+          throw new Error(`${reason}; REQUIRE_LIVE=1 forbids skipping the dashboard`);
+        });
+      });
+    } else {
+      console.warn(`skipping the dashboard suite: ${reason}`);
+      describe('dashboard', () => {
+        it.skip(`needs a browser: ${reason}`, () => undefined);
+      });
+    }
+    return;
+  }
+
+  describe('dashboard', () => {
+    const table: QueueTable = jobsTable({ form: 'lease' });
+    const gate = createDeferred();
+    let db: TestDatabase;
+    let driver: Driver;
+    let broker: Broker;
+    let browser: BrowserSession;
+    let readOnly: DashboardProcess;
+    let withActions: DashboardProcess;
+
+    beforeAll(async () => {
+      db = await stand.createDatabase();
+      await createTable(stand, db, table);
+      driver = await db.openDriver({ poolSize: 2 });
+      broker = new Broker({
+        database: db.brokerDatabase as string,
+        pollIntervalMs: 50,
+        stopTimeoutMs: 5_000,
+        heartbeat: { table: HEARTBEAT_TABLE, intervalMs: 200 },
+      });
+      broker.subscribe(table.queue('bulk'), () => gate.promise, { workers: 4 });
+      await broker.start();
+      const common = ['--database', db.url!, '--table', 'jobs', '--dead-letter-group', 'dead', '--heartbeat-table', HEARTBEAT_TABLE];
+      [browser, readOnly, withActions] = await Promise.all([
+        launchBrowser(),
+        startDashboardProcess([...common, '--refresh-ms', REFRESH_MS]),
+        startDashboardProcess([...common, '--refresh-ms', REFRESH_MS, '--allow-actions']),
+      ]);
+    });
+
+    afterAll(async () => {
+      gate.resolve();
+      await Promise.allSettled([browser?.close(), readOnly?.stop(), withActions?.stop(), broker?.stop()]);
+      await driver?.close();
+      await db?.drop();
+    });
+
+    it('lists a queue with its ready, delayed, in-work and dead counts', async () => {
+      const emails = table.queue('emails');
+      const ids = await Promise.all([1, 2, 3, 4].map((n) => broker.publish(emails, { n })));
+      await broker.publish(emails, { n: 5 }, { delayMs: 3_600_000 });
+      await broker.publish(emails, { n: 6 }, { delayMs: 3_600_000 });
+      // A live lease, as a broker of another process would hold it.
+      const leaseSql = `UPDATE jobs SET locked_until = ${placeholder(stand, 1)} WHERE id = ${placeholder(stand, 2)}`;
+      await driver.execute({ name: 'test.lease', sql: leaseSql, values: [new Date(Date.now() + 3_600_000), ids[0]] });
+      for (const n of [1, 2]) {
+        await broker.publish(table.queue('dead'), { n, to: '<b>ops</b>' }, { headers: { [LAST_ERROR_HEADER]: `smtp refused <${n}>` } });
+      }
+
+      const { page } = browser;
+      await page.goto(readOnly.url);
+      const row = '[data-table="jobs"] tr[data-queue="emails"]';
+      await waitForText(page, `${row} [data-count="ready"]`, '3');
+      await waitForText(page, `${row} [data-count="delayed"]`, '2');
+      await waitForText(page, `${row} [data-count="inWork"]`, '1');
+      await waitForText(page, '[data-table="jobs"] [data-dead-count]', 'dead letters 2');
+      // The dead-letter group is a place, not a queue.
+      expect(await page.locator('[data-table="jobs"] tr[data-queue="dead"]').count()).toBe(0);
+      // Text from the database is shown as text: the markup in it never becomes elements.
+      await waitForText(page, '[data-dead-table="jobs"] tr[data-dead-id] [data-last-error]', 'smtp refused <1>');
+      expect(await page.locator('[data-dead-table="jobs"] b').count()).toBe(0);
+    });
+
+    it('refuses a requeue without --allow-actions, and its page offers none', async () => {
+      const { page } = browser;
+      await page.goto(readOnly.url);
+      await page.locator('button[data-action="requeue"]').first().waitFor();
+      const buttons = page.locator('button[data-action="requeue"], button[data-action="requeue-all"]');
+      expect(await buttons.count()).toBe(3);
+      for (const button of await buttons.all()) expect(await button.isDisabled()).toBe(true);
+
+      const answer = await fetch(`${readOnly.url}api/requeue`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ table: 'jobs', toGroup: 'emails' }),
+      });
+      expect(answer.status).toBe(403);
+      expect(((await answer.json()) as { error: string }).error).toMatch(/--allow-actions/);
+      expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(2);
+    });
+
+    it('moves a dead letter back to its queue with --allow-actions', async () => {
+      const { page } = browser;
+      await page.goto(withActions.url);
+      const card = '[data-dead-table="jobs"]';
+      await page.locator(`${card} tr[data-dead-id]`).nth(1).waitFor();
+      await page.locator(`${card} input`).fill('emails');
+      await page.locator(`${card} tr[data-dead-id] button[data-action="requeue"]`).first().click();
+
+      await waitForText(page, '[data-table="jobs"] [data-dead-count]', 'dead letters 1');
+      await waitForText(page, '[data-table="jobs"] tr[data-queue="emails"] [data-count="ready"]', '4');
+      expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(1);
+      expect(await countRows(db, 'jobs', "queue = 'emails'")).toBe(7);
+    });
+
+    it('lists the brokers that beat, with their subscriptions', async () => {
+      const { page } = browser;
+      await page.goto(readOnly.url);
+      await page.locator('#brokers tr[data-broker] li[data-subscription="jobs/bulk"]').waitFor();
+      expect(await page.locator('#brokers tr[data-broker]').count()).toBe(1);
+    });
+
+    it('updates the throughput chart while a broker drains', async () => {
+      const { page } = browser;
+      await page.goto(readOnly.url);
+      await broker.publishMany(
+        table.queue('bulk'),
+        Array.from({ length: BULK_ROWS }, (_, n) => ({ payload: { n } })),
+      );
+      await waitForChart(page, 'data-depth', { atLeast: BULK_ROWS });
+      expect(await page.locator('#throughput-chart').getAttribute('data-peak-drained')).toBe('0');
+
+      gate.resolve();
+      await waitForChart(page, 'data-peak-drained', { above: 0 });
+      await waitForChart(page, 'data-depth', { below: BULK_ROWS });
+      await waitForDatabase(async () => (await countRows(db, 'jobs', "queue = 'bulk'")) === 0, 30_000, 'the bulk queue to drain');
+      expect(await page.locator('#throughput-chart polyline.drained').count()).toBe(1);
+    });
+
+    it('drops a broker from the list when it stops, and the command exits 0 on SIGTERM', async () => {
+      const { page } = browser;
+      await page.goto(readOnly.url);
+      await page.locator('#brokers tr[data-broker]').waitFor();
+      await broker.stop();
+      await page.locator('#brokers tr[data-broker]').waitFor({ state: 'detached' });
+      expect(await readOnly.stop()).toBe(0);
+    });
+  });
+}
+
+/**
+ * The page's script runs under a policy without `eval`, so the condition is a function with its
+ * bounds as arguments rather than an expression in a string.
+ */
+async function waitForChart(
+  page: BrowserSession['page'],
+  attribute: 'data-depth' | 'data-peak-drained',
+  bounds: { atLeast?: number; above?: number; below?: number },
+): Promise<void> {
+  const { atLeast = -Infinity, above = -Infinity, below = Infinity } = bounds;
+  await page.waitForFunction(
+    ([name, min, over, under]) => {
+      const value = Number(document.querySelector('#throughput-chart')?.getAttribute(name));
+      return value >= min && value > over && value < under;
+    },
+    [attribute, atLeast, above, below] as const,
+  );
+}
+
+/** Waits until the element's whole text is `text`, as the page polls and redraws. */
+async function waitForText(page: BrowserSession['page'], selector: string, text: string): Promise<void> {
+  await page.locator(selector).filter({ hasText: new RegExp(`^${escapeRegExp(text)}$`) }).first().waitFor();
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

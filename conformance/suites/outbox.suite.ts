@@ -1,0 +1,431 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import {
+  defineDedupeTable,
+  defineOutbox,
+  DestinationError,
+  Outcome,
+  OUTBOX_RECORD_ID_HEADER,
+  queueDestination,
+  type Outbox,
+  type OutboxDeclaration,
+  type OutboxDestination,
+  type OutboxRecord,
+  type RelayTransaction,
+} from '../../src/index.js';
+import { DeliveryTransaction } from '../../src/delivery/delivery-transaction.js';
+import { Collector, countRows, createBroker, createTable, formsOf, jobsTable, placeholder, waitForDatabase, waitUntil } from '../fixtures.js';
+import { spawnRelay } from '../processes/spawn-relay.js';
+import type { SuiteContext } from '../run-conformance.js';
+import type { Stand, TestDatabase } from '../stand.js';
+import { openServicePools, type ServicePool, type ServiceTransaction } from './service-pools.js';
+
+const OUTBOX: OutboxDeclaration = {
+  table: 'outbox',
+  id: 'id',
+  name: 'name',
+  payload: 'payload',
+  headers: 'headers',
+  processedAt: 'processed_at',
+  lockedUntil: 'locked_until',
+};
+
+interface ReceivedRow {
+  readonly record_id: string;
+  readonly name: string;
+  readonly payload: string;
+  readonly relay: string;
+}
+
+/** The table the test destinations write what they receive into, in arrival order (`seq`). */
+function receivedTableSql(stand: Stand): string {
+  const seq = {
+    postgres: 'BIGSERIAL PRIMARY KEY',
+    mysql: 'BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY',
+    sqlite: 'INTEGER PRIMARY KEY AUTOINCREMENT',
+  }[stand.kind];
+  return `CREATE TABLE received (seq ${seq}, record_id VARCHAR(64) NOT NULL, name VARCHAR(255) NOT NULL, payload TEXT NOT NULL, relay VARCHAR(64) NOT NULL)`;
+}
+
+function receivedInsertSql(stand: Stand): string {
+  const [a, b, c, d] = [1, 2, 3, 4].map((index) => placeholder(stand, index));
+  return `INSERT INTO received (record_id, name, payload, relay) VALUES (${a}, ${b}, ${c}, ${d})`;
+}
+
+async function receivedRows(db: TestDatabase): Promise<ReceivedRow[]> {
+  const rows = await db.query<ReceivedRow>('SELECT record_id, name, payload, relay FROM received ORDER BY seq');
+  return rows.map((row) => ({ ...row, record_id: String(row.record_id) }));
+}
+
+/**
+ * A real destination in the test: writes each record it receives into the received table, and
+ * while `refusing` rejects every send before writing anything, until `recover()`.
+ */
+class RecordingDestination implements OutboxDestination {
+  readonly description: string;
+  readonly received = new Collector<OutboxRecord>();
+  readonly refused = new Collector<number>();
+  readonly #db: TestDatabase;
+  readonly #insertSql: string;
+  #isRefusing: boolean;
+
+  constructor(context: { db: TestDatabase; stand: Stand }, label: string, options: { refusing?: boolean } = {}) {
+    this.description = `received table (${label})`;
+    this.#db = context.db;
+    this.#insertSql = receivedInsertSql(context.stand);
+    this.#isRefusing = options.refusing ?? false;
+  }
+
+  recover(): void {
+    this.#isRefusing = false;
+  }
+
+  open(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async send(records: readonly OutboxRecord[]): Promise<void> {
+    if (this.#isRefusing) {
+      this.refused.push(records.length);
+      throw new DestinationError({ destination: this.description, message: 'refusing until the test recovers it' });
+    }
+    for (const record of records) {
+      await this.#db.query(this.#insertSql, [record.id, record.name, record.payload.toString('utf8'), this.description]);
+      this.received.push(record);
+    }
+  }
+}
+
+/**
+ * The service's own connections: its pg pool, mysql2 pools, a better-sqlite3 handle on the file.
+ * An in-memory database has one handle, which the broker uses too; a transaction the service
+ * held open on it across an await would take in the broker's statements (and the driver rolls
+ * back what a returned handle leaves open), so there the service's transaction is a connection
+ * of a driver over that handle, which waits for the broker's statements and keeps them out. It
+ * is lent as a transactional handler lends `context.tx`, which wakes the relay at its commit.
+ */
+function openServiceWriters(stand: Stand, db: TestDatabase): ServicePool[] {
+  if (db.url !== undefined) return openServicePools(stand, db);
+  const opening = db.openDriver();
+  return [
+    {
+      label: 'a tablequeue connection on the shared handle',
+      database: db.brokerDatabase as object,
+      ping: async () => void (await (await opening).execute({ name: 'test.ping', sql: 'SELECT 1', values: [] })),
+      async beginTransaction() {
+        const connection = await (await opening).acquire();
+        await connection.execute({ name: 'test.begin', sql: 'BEGIN IMMEDIATE', values: [] });
+        const lent = new DeliveryTransaction(connection, 'service transaction');
+        return {
+          connection: lent,
+          async finish(how) {
+            lent.endLoan();
+            await connection.execute({ name: 'test.finish', sql: how, values: [] });
+            connection.release();
+            if (how === 'COMMIT') lent.committed();
+            else lent.rolledBack();
+          },
+        };
+      },
+      end: async () => (await opening).close(),
+    },
+  ];
+}
+
+/** The service's transaction. On a SQLite file its BEGIN IMMEDIATE meets the broker's writes (SQLITE_BUSY); a service retries it, as this does. */
+async function beginServiceTransaction(pool: ServicePool): Promise<ServiceTransaction> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await pool.beginTransaction();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await delay(2);
+    }
+  }
+}
+
+async function writeRecords(
+  pool: ServicePool,
+  outbox: Outbox,
+  records: readonly { name: string; payload: unknown }[],
+  how: 'COMMIT' | 'ROLLBACK' = 'COMMIT',
+): Promise<string[]> {
+  const transaction = await beginServiceTransaction(pool);
+  const ids: string[] = [];
+  try {
+    for (const record of records) ids.push(await outbox.write(transaction.connection, record.name, record.payload));
+  } catch (error) {
+    await transaction.finish('ROLLBACK');
+    throw error;
+  }
+  await transaction.finish(how);
+  return ids;
+}
+
+/** `count` records spread over `names` in turn, payload `<name>-<n>`. */
+function recordsOver(names: readonly string[], count: number): { name: string; payload: string }[] {
+  return Array.from({ length: count }, (_, index) => {
+    const name = names[index % names.length]!;
+    return { name, payload: `${name}-${index}` };
+  });
+}
+
+/** For each name, the record ids in the order they arrived must be in id order. */
+function expectIdOrderPerName(rows: readonly { record_id: string; name: string }[]): void {
+  const byName = new Map<string, bigint[]>();
+  for (const row of rows) byName.set(row.name, [...(byName.get(row.name) ?? []), BigInt(row.record_id)]);
+  for (const [name, ids] of byName) {
+    const sorted = [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect({ name, ids }).toEqual({ name, ids: sorted });
+  }
+}
+
+async function unprocessedRecords(db: TestDatabase): Promise<number> {
+  return countRows(db, 'outbox', 'processed_at IS NULL');
+}
+
+/** Transactional outbox: writes on the service's transaction, the relay, the queue destination, dedupe. */
+export function outboxSuite(context: SuiteContext): void {
+  const { stand } = context;
+  const outbox = defineOutbox(OUTBOX);
+
+  async function createOutboxTables(): Promise<void> {
+    for (const sql of outbox.createTableSql(stand.ddlDialect)) await context.db.exec(sql);
+    await context.db.exec(receivedTableSql(stand));
+  }
+
+  describe('outbox', () => {
+    it('records written in a rolled-back transaction are never relayed; committed ones arrive once', async () => {
+      await createOutboxTables();
+      for (const pool of openServiceWriters(stand, context.db)) {
+        // The broker keeps its own connections: a SQLite handle is one session, which a broker
+        // sharing it would write into the service's open transaction.
+        const broker = createBroker(context.db, context.brokers);
+        try {
+          const destination = new RecordingDestination(context, pool.label);
+          // A relay that polls once a minute: the records arrive because the writes wake it.
+          broker.relay(outbox, destination, { pollIntervalMs: 60_000 });
+          await broker.start();
+          const writer = broker.outbox(outbox);
+          await writeRecords(pool, writer, [{ name: 'orders', payload: 'never' }], 'ROLLBACK');
+          const committed = await writeRecords(pool, writer, [
+            { name: 'orders', payload: 'kept' },
+            { name: 'orders', payload: 'kept too' },
+          ]);
+          await destination.received.waitFor(2);
+          await waitUntil(() => broker.stats().relays[0]!.relayed === 2, 20_000, 'two records marked processed');
+          await broker.stop();
+          const rows = await receivedRows(context.db);
+          expect(rows.map((row) => [row.record_id, row.payload])).toEqual([
+            [committed[0], JSON.stringify('kept')],
+            [committed[1], JSON.stringify('kept too')],
+          ]);
+          expect(destination.received.items.map((record) => record.headers[OUTBOX_RECORD_ID_HEADER])).toEqual(committed);
+          expect(await countRows(context.db, 'outbox')).toBe(2);
+          expect(await unprocessedRecords(context.db)).toBe(0);
+          await context.db.exec('DELETE FROM outbox');
+          await context.db.exec('DELETE FROM received');
+        } finally {
+          await broker.stop();
+          await pool.end();
+        }
+      }
+    });
+
+    it('a destination that refuses for a while and then recovers gets every record, once and in order per name', async () => {
+      await createOutboxTables();
+      const pool = openServiceWriters(stand, context.db)[0]!;
+      try {
+        const destination = new RecordingDestination(context, 'flaky', { refusing: true });
+        const broker = createBroker(context.db, context.brokers);
+        const sendErrors = new Collector<unknown>();
+        broker.on('error', (error, detail) => {
+          if (detail['phase'] === 'send') sendErrors.push(error);
+        });
+        const relay = broker.relay(outbox, destination, { batch: 4, retryBackoff: { initialMs: 200, maxMs: 1_000 } });
+        await broker.start();
+        const ids = await writeRecords(pool, broker.outbox(outbox), recordsOver(['a', 'b', 'c'], 18));
+        // Four refusals: every name refused at least once, and a name sent again after its backoff.
+        await destination.refused.waitFor(4);
+        expect(await unprocessedRecords(context.db)).toBe(18);
+        destination.recover();
+        await destination.received.waitFor(18);
+        await waitUntil(() => relay.stats().relayed === 18, 20_000, 'every record marked processed');
+        await broker.stop();
+        const rows = await receivedRows(context.db);
+        expect(rows.map((row) => row.record_id).sort()).toEqual([...ids].sort());
+        expectIdOrderPerName(rows);
+        expect(relay.stats().failedSends).toBeGreaterThanOrEqual(4);
+        expect(sendErrors.items.length).toBe(relay.stats().failedSends);
+        expect(sendErrors.items[0]).toBeInstanceOf(DestinationError);
+        expect(await unprocessedRecords(context.db)).toBe(0);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('two relays at once never send a record twice, and each name still goes out in record order', async () => {
+      await createOutboxTables();
+      const pool = openServiceWriters(stand, context.db)[0]!;
+      try {
+        const destinations = [new RecordingDestination(context, 'first'), new RecordingDestination(context, 'second')];
+        const relays = destinations.map((destination) => {
+          const broker = createBroker(context.db, context.brokers);
+          return { broker, relay: broker.relay(outbox, destination, { batch: 3, concurrency: 2 }) };
+        });
+        for (const { broker } of relays) await broker.start();
+        const writer = relays[0]!.broker.outbox(outbox);
+        const ids: string[] = [];
+        for (let round = 0; round < 4; round += 1) ids.push(...(await writeRecords(pool, writer, recordsOver(['n1', 'n2', 'n3'], 15))));
+        await waitUntil(
+          () => relays.reduce((sum, { relay }) => sum + relay.stats().relayed, 0) >= ids.length,
+          30_000,
+          `${ids.length} records relayed`,
+        );
+        for (const { broker } of relays) await broker.stop();
+        const rows = await receivedRows(context.db);
+        expect(rows).toHaveLength(ids.length);
+        expect(new Set(rows.map((row) => row.record_id)).size).toBe(ids.length);
+        expectIdOrderPerName(rows);
+        expect(relays.reduce((sum, { relay }) => sum + relay.stats().relayed, 0)).toBe(ids.length);
+        expect(await unprocessedRecords(context.db)).toBe(0);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('into a queue on the same database: exactly once, even when the transaction that writes it fails once', async () => {
+      await createOutboxTables();
+      const form = formsOf(stand).at(-1)!;
+      const jobs = jobsTable({ form });
+      await createTable(stand, context.db, jobs);
+      const events = jobs.queue<unknown>('events');
+      const pool = openServiceWriters(stand, context.db)[0]!;
+      try {
+        const steady = queueDestination(events);
+        let hasFailed = false;
+        const failingOnce: OutboxDestination = {
+          ...steady,
+          description: 'queue that fails once after writing',
+          sendWithin: async (records: readonly OutboxRecord[], transaction: RelayTransaction) => {
+            await steady.sendWithin!(records, transaction);
+            if (!hasFailed) {
+              hasFailed = true;
+              throw new DestinationError({ destination: 'test', message: 'fails after its rows were written' });
+            }
+          },
+        };
+        const handled = new Collector<{ payload: unknown; recordId: string | undefined }>();
+        const brokers = [createBroker(context.db, context.brokers), createBroker(context.db, context.brokers)];
+        brokers[0]!.on('error', () => undefined);
+        const relays = [
+          brokers[0]!.relay(outbox, failingOnce, { batch: 4, retryBackoff: { initialMs: 100, maxMs: 1_000 } }),
+          brokers[1]!.relay(outbox, steady, { batch: 4 }),
+        ];
+        brokers[0]!.subscribe(events, (message) => {
+          handled.push({ payload: message.payload, recordId: message.headers[OUTBOX_RECORD_ID_HEADER] });
+        }, { workers: 2 });
+        await brokers[0]!.start();
+        const ids = await writeRecords(pool, brokers[0]!.outbox(outbox), recordsOver(['x', 'y'], 24));
+        // The second relay joins once the first one's transaction failed, and both relay the rest.
+        await waitUntil(() => hasFailed, 20_000, 'the failing send');
+        await brokers[1]!.start();
+        await handled.waitFor(24);
+        await waitUntil(() => relays.reduce((sum, relay) => sum + relay.stats().relayed, 0) === 24, 20_000, 'every record relayed');
+        for (const broker of brokers) await broker.stop();
+        expect(relays.every((relay) => relay.stats().isTransactional)).toBe(true);
+        expect(handled.items).toHaveLength(24);
+        expect(handled.items.map((item) => item.recordId).sort()).toEqual([...ids].sort());
+        expect(hasFailed).toBe(true);
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+        expect(await unprocessedRecords(context.db)).toBe(0);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('a relay killed with SIGKILL in the middle of a batch loses nothing', async () => {
+      if (!stand.capabilities.supportsProcesses) return;
+      await createOutboxTables();
+      const pool = openServiceWriters(stand, context.db)[0]!;
+      try {
+        const writer = createBroker(context.db, context.brokers);
+        await writer.start();
+        const ids = await writeRecords(pool, writer.outbox(outbox), recordsOver(['orders'], 20));
+        const doomed = spawnRelay({
+          database: context.db.url,
+          outbox: OUTBOX,
+          recordSql: receivedInsertSql(stand),
+          hangAfter: 3,
+          leaseMs: 1_000,
+          batch: 10,
+        });
+        await doomed.ready;
+        await doomed.sentAtLeast(3);
+        doomed.child.kill('SIGKILL');
+        await doomed.exited;
+        expect(await unprocessedRecords(context.db)).toBe(20);
+
+        const survivor = createBroker(context.db, context.brokers);
+        const destination = new RecordingDestination(context, 'survivor');
+        const relay = survivor.relay(outbox, destination, { batch: 10 });
+        await survivor.start();
+        await destination.received.waitFor(20, 30_000);
+        await waitUntil(() => relay.stats().relayed === 20, 20_000, 'every record marked processed');
+        await survivor.stop();
+        expect(destination.received.items.map((record) => record.id)).toEqual(ids);
+        const rows = await receivedRows(context.db);
+        // The killed batch's first three records went out twice: consumers dedupe by record id.
+        expect(rows).toHaveLength(23);
+        expect(new Set(rows.map((row) => row.record_id)).size).toBe(20);
+        expect(await unprocessedRecords(context.db)).toBe(0);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    for (const [form, transactional] of formsOf(stand).flatMap((form) => [false, true].map((mode) => [form, mode] as const))) {
+      it(`a deduplicating ${form} subscription (${transactional ? 'transactional' : 'not transactional'}) skips records it handled`, async () => {
+        const jobs = jobsTable({ form });
+        await createTable(stand, context.db, jobs);
+        const seen = defineDedupeTable({ table: 'tablequeue_seen' });
+        for (const sql of seen.createTableSql(stand.ddlDialect)) await context.db.exec(sql);
+        const events = jobs.queue<string>('events');
+        const broker = createBroker(context.db, context.brokers);
+        const calls = new Collector<string>();
+        broker.subscribe(
+          events,
+          (message) => {
+            calls.push(message.payload);
+            // The first delivery of "retried" asks to go again: nothing is noted until an ack.
+            if (message.payload === 'retried' && message.attempt === 1) return Outcome.retry();
+            return Outcome.ack();
+          },
+          { dedupe: { table: 'tablequeue_seen' }, transactional, workers: transactional ? 2 : 1 },
+        );
+        await broker.start();
+        const withId = (id: string) => ({ headers: { [OUTBOX_RECORD_ID_HEADER]: id } });
+        await broker.publishMany(events, [
+          { payload: 'first', ...withId('101') },
+          { payload: 'first again', ...withId('101') },
+          { payload: 'second', ...withId('102') },
+          { payload: 'retried', ...withId('103') },
+          { payload: 'no record id' },
+        ]);
+        await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'an empty queue');
+        await broker.stop();
+        expect(calls.items.filter((payload) => payload === 'first' || payload === 'first again')).toHaveLength(1);
+        expect(calls.items.filter((payload) => payload === 'retried')).toHaveLength(2);
+        expect(calls.items).toContain('second');
+        expect(calls.items).toContain('no record id');
+        expect(calls.items).toHaveLength(5);
+        expect(await countRows(context.db, 'tablequeue_seen')).toBe(3);
+      });
+    }
+  });
+}

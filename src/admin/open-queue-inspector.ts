@@ -1,0 +1,453 @@
+import { openDialect } from '../broker/open-dialect.js';
+import { decodeHeaders } from '../delivery/codec.js';
+import type { Dialect, DeadLetterTarget, TableColumns } from '../dialect/dialect.js';
+import {
+  COUNT_COLUMNS,
+  createInspectionStatements,
+  type InspectionStatements,
+} from '../dialect/inspection-statements.js';
+import { LAST_ERROR_HEADER } from '../dialect/last-error-header.js';
+import { createDriver } from '../driver/create-driver.js';
+import type { Connection, Driver } from '../driver/driver.js';
+import { DeclarationError, SchemaError, StatementError, UnsupportedError } from '../errors.js';
+import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { parseDeadLetterTable, createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
+import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from './inspection.js';
+
+/**
+ * The column of each role. A name given must exist in the table; `null` says the table has no
+ * such column; a role left out takes `tablequeue init`'s name when the table has that column.
+ */
+export interface InspectorColumnNames {
+  readonly id?: string;
+  readonly group?: string | null;
+  readonly priority?: string | null;
+  readonly retryAfter?: string | null;
+  readonly attempt?: string | null;
+  readonly processedAt?: string | null;
+  readonly lockedUntil?: string | null;
+  readonly headers?: string | null;
+  readonly payload?: string | null;
+}
+
+export interface QueueInspectorOptions {
+  /** A URL (`postgres://…`, `mysql://…`, `mariadb://…`, `sqlite:…`), or an open `Driver` the caller keeps and closes. */
+  readonly database: string | Driver;
+  readonly table: string;
+  /** The schema (PostgreSQL) or database (MySQL) of the table and of a dead-letter table without one. */
+  readonly schema?: string;
+  /** Where the table's dead letters are; without it `deadLettered` is 0 and requeue refuses. */
+  readonly deadLetter?: DeadLetterLocation;
+  /** Column names where they differ from `tablequeue init`'s. */
+  readonly columns?: InspectorColumnNames;
+}
+
+/** `tablequeue init`'s column names, which the inspector looks for by default. */
+export const INIT_COLUMN_NAMES = Object.freeze({
+  id: 'id',
+  group: 'queue',
+  priority: 'priority',
+  retryAfter: 'retry_after',
+  attempt: 'attempt',
+  processedAt: 'processed_at',
+  lockedUntil: 'locked_until',
+  headers: 'headers',
+  payload: 'payload',
+});
+
+/** The header a dead-letter move records the last handler error in, which `peek` shows as `lastError`. */
+export { LAST_ERROR_HEADER };
+
+const DEFAULT_PEEK_LIMIT = 10;
+
+export interface RequeueProgress {
+  /** Called after each row moved by id, with the rows done and the rows asked for. */
+  readonly onProgress?: (doneCount: number, totalCount: number) => void;
+}
+
+/**
+ * Opens an inspector on one queue table: checks the server, reads the table's columns (a
+ * missing table or named column is a `SchemaError` naming it) and maps the roles.
+ */
+export async function openQueueInspector(options: QueueInspectorOptions): Promise<TableQueueInspector> {
+  if (options === null || typeof options !== 'object') {
+    throw new DeclarationError('openQueueInspector needs { database, table }');
+  }
+  const ownsDriver = typeof options.database === 'string';
+  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: 2 }) : options.database;
+  if (ownsDriver) await driver.open();
+  try {
+    const dialect = await openDialect(driver);
+    const statements = createInspectionStatements(dialect.name);
+    const probeSpec = createTableSpec({ table: options.table, id: options.columns?.id ?? INIT_COLUMN_NAMES.id, ...schemaOf(options.schema) });
+    const columns = await readColumns(driver, dialect, probeSpec);
+    const spec = createTableSpec(declarationFor(options, columns));
+    const deadLetter = await resolveDeadLetter(driver, dialect, spec, options);
+    return new TableQueueInspector({ driver, ownsDriver, dialect, statements, spec, columns, deadLetter });
+  } catch (error) {
+    if (ownsDriver) await driver.close();
+    throw error;
+  }
+}
+
+interface ResolvedDeadLetter {
+  readonly location: DeadLetterLocation;
+  /** The dead-letter table as a queue table of the same roles; undefined for a group. */
+  readonly tableSpec: TableSpec | undefined;
+  readonly target: DeadLetterTarget;
+}
+
+interface InspectorParts {
+  readonly driver: Driver;
+  readonly ownsDriver: boolean;
+  readonly dialect: Dialect;
+  readonly statements: InspectionStatements;
+  readonly spec: TableSpec;
+  readonly columns: TableColumns;
+  readonly deadLetter: ResolvedDeadLetter | undefined;
+}
+
+export class TableQueueInspector implements QueueInspector {
+  readonly #parts: InspectorParts;
+  #isClosed = false;
+
+  constructor(parts: InspectorParts) {
+    this.#parts = parts;
+  }
+
+  /** The table's roles as found: which column plays which role. */
+  get spec(): TableSpec {
+    return this.#parts.spec;
+  }
+
+  get deadLetter(): DeadLetterLocation | undefined {
+    return this.#parts.deadLetter?.location;
+  }
+
+  async inspect(): Promise<TableInspection> {
+    const { driver, statements, spec, deadLetter } = this.#parts;
+    const readAt = new Date();
+    const rows = (await driver.execute(bindStatement(statements.counts(spec), { now: readAt }))).rows;
+    const groups = rows.map((row) => groupCountsOf(row, spec, readAt));
+    if (deadLetter === undefined) return { table: spec.qualifiedName, groups, deadLettered: 0, readAt };
+
+    // Dead letters per group: a dead-letter table keeps the group each row came from; a
+    // dead-letter group is one group of its own whose unfinished rows are the dead letters.
+    const deadByGroup = new Map<string | null, number>();
+    if (deadLetter.tableSpec !== undefined) {
+      const counted = await driver.execute(bindStatement(statements.counts(deadLetter.tableSpec), { now: readAt }));
+      for (const row of counted.rows) {
+        const group = spec.group === undefined ? null : String(row[COUNT_COLUMNS.group]);
+        deadByGroup.set(group, Number(row[COUNT_COLUMNS.total]));
+      }
+    } else if (deadLetter.location.kind === 'group') {
+      const group = deadLetter.location.group;
+      const counts = groups.find((candidate) => candidate.group === group);
+      deadByGroup.set(group, counts === undefined ? 0 : (counts.total ?? 0) - counts.processed);
+    }
+    const withDead: GroupCounts[] = groups.map((counts) => ({ ...counts, deadLettered: deadByGroup.get(counts.group) ?? 0 }));
+    for (const [group, count] of deadByGroup) {
+      if (count > 0 && !groups.some((counts) => counts.group === group)) withDead.push(emptyGroup(group, count));
+    }
+    withDead.sort((a, b) => String(a.group).localeCompare(String(b.group)));
+    const deadLettered = [...deadByGroup.values()].reduce((sum, count) => sum + count, 0);
+    return { table: spec.qualifiedName, groups: withDead, deadLettered, readAt, deadLetter: deadLetter.location };
+  }
+
+  async peek(options: { group?: string; deadLetters?: boolean; limit?: number } = {}): Promise<PeekedRow[]> {
+    const { driver, statements, spec, columns } = this.#parts;
+    const limit = options.limit ?? DEFAULT_PEEK_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1) throw new DeclarationError(`peek limit must be a whole number of at least 1; got ${limit}`);
+    let table = spec;
+    let group = options.group;
+    if (options.deadLetters === true) {
+      const deadLetter = this.#requireDeadLetter('peek at dead letters');
+      if (deadLetter.tableSpec !== undefined) table = deadLetter.tableSpec;
+      else if (deadLetter.location.kind === 'group') group = deadLetter.location.group;
+    }
+    if (group !== undefined) this.#requireGroupColumn('peek by group');
+    const statement = statements.peek(table, columns, { byGroup: group !== undefined });
+    const result = await driver.execute(bindStatement(statement, { group, limit }));
+    return result.rows.map((row) => peekedRowOf(row, table));
+  }
+
+  async requeue(options: { ids?: readonly string[]; toGroup?: string } & RequeueProgress): Promise<number> {
+    const deadLetter = this.#requireDeadLetter('requeue');
+    const { spec, statements, columns } = this.#parts;
+    const ids = options.ids;
+    if (ids !== undefined && ids.length === 0) return 0;
+    if (options.toGroup !== undefined) this.#requireGroupColumn('requeue into a group');
+
+    let steps: { statements: readonly Statement[]; countedIndex: number };
+    let values: ParamValues;
+    if (deadLetter.target.kind === 'group') {
+      if (options.toGroup === undefined) {
+        throw new DeclarationError(
+          `dead letters of table "${spec.qualifiedName}" are in group "${deadLetter.target.group}", which does not remember their queue; name the group to move them to (toGroup, --to-group)`,
+        );
+      }
+      steps = { statements: [statements.requeueFromGroup(spec, { byId: ids !== undefined })], countedIndex: 0 };
+      values = { destination: options.toGroup, group: deadLetter.target.group };
+    } else {
+      steps = statements.requeueFromTable(spec, columns, deadLetter.target, {
+        byId: ids !== undefined,
+        toGroup: options.toGroup !== undefined,
+      });
+      values = { destination: options.toGroup };
+    }
+    return this.#inTransaction(async (connection) => {
+      const runSteps = async (stepValues: ParamValues): Promise<number> => {
+        let moved = 0;
+        for (const [index, statement] of steps.statements.entries()) {
+          const result = await connection.execute(bindStatement(statement, stepValues));
+          if (index === steps.countedIndex) moved = result.affectedRows;
+        }
+        return moved;
+      };
+      if (ids === undefined) return runSteps(values);
+      let moved = 0;
+      for (const [index, id] of ids.entries()) {
+        moved += await runSteps({ ...values, id });
+        options.onProgress?.(index + 1, ids.length);
+      }
+      return moved;
+    });
+  }
+
+  async purge(options: { group?: string } = {}): Promise<number> {
+    const { driver, statements, spec } = this.#parts;
+    if (options.group !== undefined) this.#requireGroupColumn('purge by group');
+    const statement = statements.purge(spec, { byGroup: options.group !== undefined });
+    return (await driver.execute(bindStatement(statement, { group: options.group }))).affectedRows;
+  }
+
+  async close(): Promise<void> {
+    if (this.#isClosed) return;
+    this.#isClosed = true;
+    if (this.#parts.ownsDriver) await this.#parts.driver.close();
+  }
+
+  async #inTransaction<T>(work: (connection: Connection) => Promise<T>): Promise<T> {
+    const { driver, dialect } = this.#parts;
+    const connection = await driver.acquire();
+    try {
+      // One writer (SQLite): take the write lock at begin, so the copy and the delete see one state.
+      const begin = dialect.session.begin(dialect.capabilities.hasSingleWriter ? { sqliteBegin: 'immediate' } : {});
+      for (const statement of begin) await connection.execute(bindStatement(statement, {}));
+      let result: T;
+      try {
+        result = await work(connection);
+        await connection.execute(bindStatement(dialect.session.commit(), {}));
+      } catch (error) {
+        await connection.execute(bindStatement(dialect.session.rollback(), {}));
+        throw error;
+      }
+      connection.release();
+      return result;
+    } catch (error) {
+      connection.destroy();
+      throw error;
+    }
+  }
+
+  #requireDeadLetter(what: string): ResolvedDeadLetter {
+    const deadLetter = this.#parts.deadLetter;
+    if (deadLetter === undefined) {
+      throw new DeclarationError(
+        `${what} needs to know where the dead letters of table "${this.#parts.spec.qualifiedName}" are; pass deadLetter (--dead-letter-group or --dead-letter-table)`,
+      );
+    }
+    return deadLetter;
+  }
+
+  #requireGroupColumn(what: string): void {
+    if (this.#parts.spec.group === undefined) {
+      throw new DeclarationError(
+        `table "${this.#parts.spec.qualifiedName}" has no group column, so ${what} is not possible; name the column (columns.group, --group-column) if it has another name`,
+      );
+    }
+  }
+}
+
+function schemaOf(schema: string | undefined): { schema?: string } {
+  return schema === undefined ? {} : { schema };
+}
+
+async function readColumns(driver: Driver, dialect: Dialect, spec: TableSpec): Promise<TableColumns> {
+  checkNames(dialect, spec);
+  const probe = dialect.schema.probeColumns(spec);
+  try {
+    return (await driver.execute(bindStatement(probe, {}))).columns;
+  } catch (error) {
+    if (!(error instanceof StatementError)) throw error;
+    const reason = error.cause instanceof Error ? error.cause.message : error.message;
+    throw new SchemaError({
+      table: spec.qualifiedName,
+      statement: probe.name,
+      message: `table "${spec.qualifiedName}" cannot be read on ${driver.description} (${reason}); check the name and schema, or create it with tablequeue init`,
+      cause: error,
+    });
+  }
+}
+
+/**
+ * The database's identifier limits (Postgres would shorten a long name and read another table).
+ * A claim form the database lacks does not matter here: the inspector claims nothing.
+ */
+function checkNames(dialect: Dialect, spec: TableSpec): void {
+  try {
+    dialect.validateTable(spec);
+  } catch (error) {
+    if (!(error instanceof UnsupportedError)) throw error;
+  }
+}
+
+type RoleName = keyof typeof INIT_COLUMN_NAMES;
+
+/** Each role: the name given (which must exist), else init's name when the table has it. */
+function declarationFor(options: QueueInspectorOptions, columns: TableColumns): TableDeclaration {
+  const qualifiedName = options.schema === undefined ? options.table : `${options.schema}.${options.table}`;
+  const given = options.columns ?? {};
+  const columnOf = (role: RoleName): string | undefined => {
+    const named = given[role];
+    if (named === null) return undefined;
+    if (named !== undefined) {
+      if (!columns.includes(named)) {
+        throw new SchemaError({
+          table: qualifiedName,
+          statement: 'schema.probeColumns',
+          message: `table "${qualifiedName}" has no column "${named}" (named as its ${role} column); found: ${columns.join(', ')}`,
+        });
+      }
+      return named;
+    }
+    return columns.includes(INIT_COLUMN_NAMES[role]) ? INIT_COLUMN_NAMES[role] : undefined;
+  };
+  const id = columnOf('id');
+  if (id === undefined) {
+    throw new SchemaError({
+      table: qualifiedName,
+      statement: 'schema.probeColumns',
+      message: `table "${qualifiedName}" has no column "${INIT_COLUMN_NAMES.id}"; name its id column (columns.id, --id-column); found: ${columns.join(', ')}`,
+    });
+  }
+  const declaration: TableDeclaration = { table: options.table, id, ...schemaOf(options.schema) };
+  const group = columnOf('group');
+  if (group !== undefined) declaration.group = group;
+  for (const role of ['priority', 'retryAfter', 'attempt', 'processedAt', 'lockedUntil', 'headers', 'payload'] as const) {
+    const column = columnOf(role);
+    if (column !== undefined) declaration[role] = column;
+  }
+  return declaration;
+}
+
+async function resolveDeadLetter(
+  driver: Driver,
+  dialect: Dialect,
+  spec: TableSpec,
+  options: QueueInspectorOptions,
+): Promise<ResolvedDeadLetter | undefined> {
+  const location = options.deadLetter;
+  if (location === undefined) return undefined;
+  if (location.kind === 'group') {
+    if (spec.group === undefined) {
+      throw new DeclarationError(
+        `table "${spec.qualifiedName}" has no group column, so its dead letters cannot be in group "${location.group}"; name the dead-letter table instead`,
+      );
+    }
+    return { location, tableSpec: undefined, target: { kind: 'group', group: location.group } };
+  }
+  if (location.kind !== 'table') throw new DeclarationError('deadLetter is { kind: "group", group } or { kind: "table", table }');
+  const parsed = parseDeadLetterTable(location.table, `table "${spec.qualifiedName}"`);
+  const schema = parsed.schema ?? spec.schema;
+  const tableSpec = createTableSpec({ ...specDeclaration(spec), table: parsed.name, ...schemaOf(schema) });
+  await readColumns(driver, dialect, tableSpec);
+  return { location, tableSpec, target: { kind: 'table', schema, name: parsed.name } };
+}
+
+/** The roles of a spec as a declaration, to describe a dead-letter table of the same columns. */
+function specDeclaration(spec: TableSpec): TableDeclaration {
+  const declaration: TableDeclaration = { table: spec.name, id: spec.id.column };
+  if (spec.group !== undefined) declaration.group = spec.group.column;
+  for (const role of ['priority', 'retryAfter', 'attempt', 'processedAt', 'lockedUntil', 'headers', 'payload'] as const) {
+    const column = spec[role];
+    if (column !== undefined) declaration[role] = column;
+  }
+  return declaration;
+}
+
+function emptyGroup(group: string | null, deadLettered: number): GroupCounts {
+  return { group, ready: 0, delayed: 0, inWork: 0, processed: 0, oldestReadyAgeSeconds: null, total: 0, deadLettered };
+}
+
+function groupCountsOf(row: Record<string, unknown>, spec: TableSpec, readAt: Date): GroupCounts {
+  const oldestReadyAt = readInstant(row[COUNT_COLUMNS.oldestReadyAt]);
+  return {
+    group: spec.group === undefined ? null : String(row[COUNT_COLUMNS.group]),
+    ready: Number(row[COUNT_COLUMNS.ready]),
+    delayed: Number(row[COUNT_COLUMNS.delayed]),
+    inWork: Number(row[COUNT_COLUMNS.inWork]),
+    processed: Number(row[COUNT_COLUMNS.processed]),
+    oldestReadyAgeSeconds:
+      oldestReadyAt === null ? null : Math.max(0, Math.floor((readAt.getTime() - oldestReadyAt.getTime()) / 1000)),
+    total: Number(row[COUNT_COLUMNS.total]),
+  };
+}
+
+function peekedRowOf(row: Record<string, unknown>, spec: TableSpec): PeekedRow {
+  const headers = spec.headers === undefined ? {} : readHeaders(row[spec.headers]);
+  return {
+    id: String(row[spec.id.column]),
+    group: spec.group === undefined ? null : String(row[spec.group.column]),
+    attempt: spec.attempt === undefined ? null : Number(row[spec.attempt]),
+    retryAfter: spec.retryAfter === undefined ? null : readInstant(row[spec.retryAfter]),
+    lockedUntil: spec.lockedUntil === undefined ? null : readInstant(row[spec.lockedUntil]),
+    headers,
+    payload: spec.payload === undefined ? null : decodePayload(row[spec.payload]),
+    lastError: headers[LAST_ERROR_HEADER] ?? null,
+  };
+}
+
+/** Headers that are not a JSON object are shown as none rather than hiding the row. */
+function readHeaders(value: unknown): Record<string, string> {
+  try {
+    return decodeHeaders(value);
+  } catch {
+    return {};
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** JSON when it parses, the text when it is UTF-8, else the bytes as base64 text. */
+function decodePayload(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  let text: string;
+  if (value instanceof Uint8Array) {
+    try {
+      text = utf8.decode(value);
+    } catch {
+      return `base64:${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64')}`;
+    }
+  } else if (typeof value === 'string') {
+    text = value;
+  } else {
+    return value;
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * A time column as the drivers return it: a `Date` (pg; mysql2 read as UTC), or SQLite's
+ * fixed-width UTC text.
+ */
+export function readInstant(value: unknown): Date | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value;
+  const date = new Date(String(value));
+  return Number.isNaN(date.getTime()) ? null : date;
+}

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { DialectName } from '../dialect/dialect.js';
+import {
+  createHeartbeatStatements,
+  DEFAULT_HEARTBEAT_TABLE,
+  parseHeartbeatTable,
+  type HeartbeatStatements,
+  type HeartbeatTable,
+} from '../dialect/heartbeat-statements.js';
+import type { Driver } from '../driver/driver.js';
+import { DeclarationError } from '../errors.js';
+import { abortableSleep } from '../internal/abortable-sleep.js';
+import { bindStatement } from '../statement.js';
+import { parseQualifiedName } from '../table/identifier.js';
+import type { SubscriptionStats } from '../subscription/subscription.js';
+
+/**
+ * Opt-in: the broker writes one row about itself to a heartbeat table every interval and deletes
+ * it on stop, so `tablequeue dashboard` can list running brokers and their subscriptions.
+ */
+export interface HeartbeatOptions {
+  /** `name` or `schema.name`; created if missing when the broker starts. Default `tablequeue_brokers`. */
+  table?: string;
+  /** How often the row is written. Default 10,000 ms; the dashboard hides a row not written for three intervals. */
+  intervalMs?: number;
+}
+
+export interface ResolvedHeartbeatOptions {
+  readonly table: string;
+  readonly intervalMs: number;
+}
+
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 10_000;
+
+/** Written as a whole number of milliseconds into an integer column: at most about 24 days. */
+const MAX_HEARTBEAT_INTERVAL_MS = 2_000_000_000;
+
+export function resolveHeartbeatOptions(options: HeartbeatOptions | undefined): ResolvedHeartbeatOptions | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') {
+    throw new DeclarationError(`new Broker: heartbeat must be an object such as { table: '${DEFAULT_HEARTBEAT_TABLE}' }`);
+  }
+  const table = options.table ?? DEFAULT_HEARTBEAT_TABLE;
+  parseQualifiedName(table, 'new Broker: heartbeat.table');
+  const intervalMs = options.intervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+  if (!Number.isInteger(intervalMs) || intervalMs < 1 || intervalMs > MAX_HEARTBEAT_INTERVAL_MS) {
+    throw new DeclarationError(
+      `new Broker: heartbeat.intervalMs must be a whole number of milliseconds from 1 to ${MAX_HEARTBEAT_INTERVAL_MS}, got ${String(intervalMs)}`,
+    );
+  }
+  return Object.freeze({ table, intervalMs });
+}
+
+export interface HeartbeatStartOptions {
+  readonly driver: Driver;
+  readonly database: DialectName;
+  readonly options: ResolvedHeartbeatOptions;
+  /** Read at every beat and written as JSON. */
+  readonly subscriptions: () => readonly SubscriptionStats[];
+  readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
+}
+
+/** One broker's row in the heartbeat table, from start to stop. */
+export class Heartbeat {
+  readonly brokerId = randomUUID();
+  readonly #start: HeartbeatStartOptions;
+  readonly #statements: HeartbeatStatements;
+  readonly #table: HeartbeatTable;
+  readonly #stopping = new AbortController();
+  #loop: Promise<void> | undefined;
+
+  private constructor(start: HeartbeatStartOptions) {
+    this.#start = start;
+    this.#statements = createHeartbeatStatements(start.database);
+    this.#table = parseHeartbeatTable(start.options.table, start.database);
+  }
+
+  /** Creates the table if missing and writes the first row; a failure here fails the broker's start. */
+  static async start(options: HeartbeatStartOptions): Promise<Heartbeat> {
+    const heartbeat = new Heartbeat(options);
+    await heartbeat.#createTable();
+    await heartbeat.#beat();
+    heartbeat.#loop = heartbeat.#run();
+    return heartbeat;
+  }
+
+  /** Ends the beats and deletes the row; a failure is reported, never thrown. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    await this.#loop;
+    const remove = this.#statements.remove(this.#table);
+    await this.#start.driver
+      .execute(bindStatement(remove, { 'column:broker_id': this.brokerId }))
+      .catch((error: unknown) => this.#start.onError(error, { phase: 'heartbeat', statement: remove.name }));
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stopping.signal;
+    for (;;) {
+      await abortableSleep(this.#start.options.intervalMs, signal);
+      if (signal.aborted) return;
+      await this.#beat().catch((error: unknown) => this.#start.onError(error, { phase: 'heartbeat', statement: 'heartbeat.beat' }));
+    }
+  }
+
+  /**
+   * `CREATE TABLE IF NOT EXISTS` from two brokers starting at once can still collide on
+   * PostgreSQL (both find no table, one fails on the catalogue's unique index), so a failure is
+   * tried once more, when the table is there and the statement does nothing.
+   */
+  async #createTable(): Promise<void> {
+    const create = { name: 'heartbeat.createTable', sql: this.#statements.createTable(this.#table), values: [] };
+    try {
+      await this.#start.driver.execute(create);
+    } catch {
+      await this.#start.driver.execute(create);
+    }
+  }
+
+  async #beat(): Promise<void> {
+    const { driver, options, subscriptions } = this.#start;
+    await driver.execute(
+      bindStatement(this.#statements.beat(this.#table), {
+        'column:broker_id': this.brokerId,
+        'column:host': hostname(),
+        'column:pid': process.pid,
+        'column:interval_ms': options.intervalMs,
+        'column:subscriptions': JSON.stringify(subscriptions()),
+      }),
+    );
+  }
+}

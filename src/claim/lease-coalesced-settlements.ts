@@ -1,0 +1,219 @@
+import type { DeadLetterTarget, Dialect, LeaseSettleMany, LeaseSettleManyRequest, TableColumns } from '../dialect/dialect.js';
+import type { Connection, Driver } from '../driver/driver.js';
+import { createDeferred, type Deferred } from '../internal/deferred.js';
+import { bindStatement, type BoundStatement, type ParamName, type ParamValues, type Statement } from '../statement.js';
+import type { TableSpec } from '../table/table-spec.js';
+import type { Settlement } from './claim-form.js';
+import type { LeaseSlot } from './lease-book.js';
+import { SettlementCoalescer } from './settlement-coalescer.js';
+
+/**
+ * The most settlements one statement carries. Statements with a placeholder per row are rendered
+ * for a power of two of rows up to this (padded with the last row), so a table has at most nine
+ * texts per kind to prepare.
+ */
+export const MAX_SETTLEMENTS_PER_STATEMENT = 256;
+
+export interface LeaseCoalescedSettlementsContext {
+  readonly driver: Driver;
+  readonly dialect: Dialect;
+  readonly spec: TableSpec;
+  readonly columns: TableColumns;
+  readonly deadLetter: DeadLetterTarget | undefined;
+  /** See `SettlementCoalescerOptions.windowMs`. */
+  readonly windowMs: number;
+}
+
+/**
+ * What a coalesced settlement learnt: `settled`; `notCarried` when no row carried the slot's
+ * token; `failed` when the statement failed for the whole window, which changed nothing.
+ */
+export type CoalescedAnswer = 'settled' | 'notCarried' | 'failed';
+
+interface Pending {
+  readonly slot: LeaseSlot;
+  readonly settlement: Settlement;
+  readonly answer: Deferred<CoalescedAnswer>;
+}
+
+/** The values each row brings to a statement that settles many. */
+const ROW_PARAMS = { id: 'ids', held: 'helds', retryAfterAt: 'retryAfterAts' } as const satisfies Partial<
+  Record<ParamName, ParamName>
+>;
+type RowParam = keyof typeof ROW_PARAMS;
+
+/**
+ * Settlement coalescing for the lease form: settlements that arrive within a window go to the
+ * database in one statement per kind, each row fenced by its own token, and each settlement
+ * learns on its own whether its row still carried that token. A statement that fails changed
+ * nothing (one statement, or a transaction rolled back), and every settlement it carried hears
+ * `failed`, so the form settles each alone and the error reaches only the row that causes it.
+ */
+export class LeaseCoalescedSettlements {
+  readonly #context: LeaseCoalescedSettlementsContext;
+  readonly #coalescer: SettlementCoalescer<Pending>;
+  readonly #rendered = new Map<string, LeaseSettleMany | undefined>();
+  readonly #commit: Statement;
+  readonly #rollback: Statement;
+
+  constructor(context: LeaseCoalescedSettlementsContext) {
+    this.#context = context;
+    this.#commit = context.dialect.session.commit();
+    this.#rollback = context.dialect.session.rollback();
+    this.#coalescer = new SettlementCoalescer<Pending>({
+      windowMs: context.windowMs,
+      maxSize: MAX_SETTLEMENTS_PER_STATEMENT,
+      flush: (_kind, items) => this.#flush(items),
+    });
+  }
+
+  /** The one-row shapes of every kind this table settles together, for the start-up prepare check. */
+  get statements(): Statement[] {
+    const kinds: Settlement['kind'][] = ['finish', 'retry', 'retryAfter', 'deadLetter'];
+    return kinds.flatMap((kind) => {
+      const rendered = this.#render(this.#requestOf(kind, 1));
+      if (rendered === undefined) return [];
+      return rendered.kind === 'returning' ? [rendered.statement] : [rendered.lock, rendered.write];
+    });
+  }
+
+  /**
+   * Whether `settlement` can join others here: a dead letter into a table on MySQL and SQLite
+   * cannot, nor one on a table with headers, which records its own row's last error there.
+   */
+  accepts(settlement: Settlement): boolean {
+    if (settlement.kind === 'deadLetter' && this.#context.spec.headers !== undefined) return false;
+    return this.#render(this.#requestOf(settlement.kind, 1)) !== undefined;
+  }
+
+  /** Settles the slot's row under its current token together with whatever else arrives in the window. */
+  settle(slot: LeaseSlot, settlement: Settlement): Promise<CoalescedAnswer> {
+    const answer = createDeferred<CoalescedAnswer>();
+    this.#coalescer.add(this.#requestOf(settlement.kind, 1).kind, { slot, settlement, answer });
+    return answer.promise;
+  }
+
+  /** Sends the open windows now, without waiting for their time. */
+  flushWaiting(): void {
+    void this.#coalescer.flushNow();
+  }
+
+  /** Stop began: flush what waits, and from now on wait only for the rest of an event-loop turn. */
+  flushNow(): Promise<void> {
+    return this.#coalescer.flushNow({ thenImmediately: true });
+  }
+
+  async #flush(items: Pending[]): Promise<void> {
+    const first = items[0];
+    if (first === undefined) return;
+    const { spec } = this.#context;
+    const rendered = this.#render(this.#requestOf(first.settlement.kind, items.length))!;
+    let connection: Connection | undefined;
+    try {
+      connection = await this.#context.driver.acquire();
+      const settled = await this.#run(connection, rendered, items);
+      connection.release();
+      const ids = new Set(settled.map((row) => String(row[spec.id.column])));
+      for (const item of items) item.answer.resolve(ids.has(item.slot.id) ? 'settled' : 'notCarried');
+    } catch {
+      connection?.destroy();
+      for (const item of items) item.answer.resolve('failed');
+    }
+  }
+
+  async #run(connection: Connection, rendered: LeaseSettleMany, items: Pending[]): Promise<Record<string, unknown>[]> {
+    if (rendered.kind === 'returning') return (await connection.execute(this.#bind(rendered, rendered.statement, items))).rows;
+    for (const statement of rendered.begin) await connection.execute(bindStatement(statement, {}));
+    try {
+      const locked = (await connection.execute(this.#bind(rendered, rendered.lock, items))).rows;
+      if (locked.length > 0) await connection.execute(this.#bind(rendered, rendered.write, items));
+      await connection.execute(bindStatement(this.#commit, {}));
+      return locked;
+    } catch (error) {
+      // The caller destroys the connection; the rollback only spares the server a wait for it.
+      await connection.execute(bindStatement(this.#rollback, {})).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  #bind(rendered: LeaseSettleMany, statement: Statement, items: Pending[]): BoundStatement {
+    const rows = items.map(({ slot, settlement }) => ({
+      id: slot.idValue,
+      held: slot.token,
+      retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
+    }));
+    const first = items[0]!.settlement;
+    const shared: ParamValues = {
+      now: new Date(),
+      destination: first.kind === 'deadLetter' && first.target.kind === 'group' ? first.target.group : undefined,
+    };
+    if (rendered.rowParams === 'arrays') {
+      // Arrays of text: ids as the text Message.id carries, whatever the driver returned.
+      return bindStatement(statement, {
+        ...shared,
+        ids: items.map((item) => item.slot.id),
+        helds: rows.map((row) => row.held),
+        retryAfterAts: rows.map((row) => row.retryAfterAt),
+      });
+    }
+    return bindRepeated(statement, rows, shared);
+  }
+
+  #requestOf(kind: Settlement['kind'], itemCount: number): LeaseSettleManyRequest {
+    const { spec, deadLetter } = this.#context;
+    const rowCount = roundUpToPowerOfTwo(itemCount);
+    switch (kind) {
+      case 'finish':
+        return { kind: 'finish', rowCount };
+      case 'retry':
+        return { kind: 'release', rowCount };
+      case 'retryAfter':
+        // As the one-row path: without a retryAfter column a delayed retry is a release.
+        return { kind: spec.retryAfter === undefined ? 'release' : 'retryAfter', rowCount };
+      case 'deadLetter':
+        return deadLetter === undefined ? { kind: 'release', rowCount } : { kind: 'deadLetter', rowCount, target: deadLetter };
+    }
+  }
+
+  #render(request: LeaseSettleManyRequest): LeaseSettleMany | undefined {
+    const key = `${request.kind}:${request.rowCount}`;
+    if (this.#rendered.has(key)) return this.#rendered.get(key);
+    const { dialect, spec, columns } = this.#context;
+    const rendered = dialect.lease.settleMany(spec, columns, request);
+    this.#rendered.set(key, rendered);
+    return rendered;
+  }
+}
+
+/**
+ * Binds a statement that repeats `id`, `held` and `retryAfterAt` once per row: occurrence `k`
+ * of such a parameter takes row `k` modulo the row count, which is the number of `held`s (one
+ * per row in every shape). Rows short of the count are padded with the last row, which settles
+ * nothing twice.
+ */
+export function bindRepeated(
+  statement: Statement,
+  rows: readonly Partial<Record<RowParam, unknown>>[],
+  shared: ParamValues,
+): BoundStatement {
+  const occurrences: Partial<Record<RowParam, number>> = {};
+  const rowCount = statement.params.filter((name) => name === 'held').length;
+  const last = rows[rows.length - 1]!;
+  const values = statement.params.map((param) => {
+    if (!(param in ROW_PARAMS)) {
+      if (!(param in shared)) throw new TypeError(`statement "${statement.name}" needs a value for parameter "${param}"`);
+      return shared[param];
+    }
+    const rowParam = param as RowParam;
+    const occurrence = occurrences[rowParam] ?? 0;
+    occurrences[rowParam] = occurrence + 1;
+    return (rows[occurrence % rowCount] ?? last)[rowParam];
+  });
+  return { name: statement.name, sql: statement.sql, values };
+}
+
+function roundUpToPowerOfTwo(count: number): number {
+  let rounded = 1;
+  while (rounded < count) rounded *= 2;
+  return Math.min(rounded, MAX_SETTLEMENTS_PER_STATEMENT);
+}

@@ -1,0 +1,89 @@
+import { parseArgs } from 'node:util';
+import {
+  DEFAULT_DASHBOARD_HOST,
+  DEFAULT_DASHBOARD_PORT,
+  DEFAULT_REFRESH_MS,
+  openDashboard,
+} from '../dashboard/dashboard.js';
+import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
+import { INSPECTOR_FLAGS, inspectorOptionsOf } from './inspector-flags.js';
+import { UsageError } from './usage-error.js';
+
+const DASHBOARD_USAGE = `usage: tablequeue dashboard --database URL --table NAME [options]
+
+Serves a web page with the queues of each table (ready, delayed, in work, dead letters), a live
+throughput chart, the dead letters with their last error, and the brokers that report to the
+heartbeat table. Read-only unless started with --allow-actions. Runs until Ctrl-C.
+
+  --database URL            postgres://…, mysql://…, mariadb://…, sqlite:./queue.db
+  --table NAME              a queue table to show (name or schema.name); repeat for more
+  --schema NAME             the schema (PostgreSQL) or database (MySQL) of tables named without one
+  --dead-letter-group NAME  dead letters are rows of this group in each table
+  --dead-letter-table NAME  dead letters are rows of this table
+  --column ROLE=NAME        a column named otherwise than by tablequeue init (repeatable), as in
+                            tablequeue stats --help
+  --heartbeat-table NAME    where brokers report (default ${DEFAULT_HEARTBEAT_TABLE})
+  --allow-actions           let the page requeue dead letters (otherwise POST answers 403)
+  --port N                  default ${DEFAULT_DASHBOARD_PORT}; 0 picks a free port
+  --host ADDRESS            default ${DEFAULT_DASHBOARD_HOST}: only this machine can open the page;
+                            any other address lets the network in, with no login
+  --refresh-ms N            how often the tables are read (default ${DEFAULT_REFRESH_MS})
+  -h, --help                this help`;
+
+export async function runDashboardCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      ...INSPECTOR_FLAGS,
+      table: { type: 'string', multiple: true },
+      'heartbeat-table': { type: 'string' },
+      'allow-actions': { type: 'boolean' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'refresh-ms': { type: 'string' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(DASHBOARD_USAGE);
+    return 0;
+  }
+  const tables = values.table ?? [];
+  if (values.database !== undefined && tables.length === 0) {
+    throw new UsageError(`dashboard needs at least one --table\n\n${DASHBOARD_USAGE}`);
+  }
+  // Every table is read with the same dead-letter location, schema and column names.
+  const { schema, deadLetter, columns } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] }, DASHBOARD_USAGE);
+  const dashboard = await openDashboard({
+    database: values.database!,
+    tables,
+    ...(schema === undefined ? {} : { schema }),
+    ...(deadLetter === undefined ? {} : { deadLetter }),
+    ...(columns === undefined ? {} : { columns }),
+    ...(values['heartbeat-table'] === undefined ? {} : { heartbeatTable: values['heartbeat-table'] }),
+    allowActions: values['allow-actions'] ?? false,
+    host: values.host ?? DEFAULT_DASHBOARD_HOST,
+    port: values.port === undefined ? DEFAULT_DASHBOARD_PORT : portOf(values.port),
+    refreshMs: values['refresh-ms'] === undefined ? DEFAULT_REFRESH_MS : refreshOf(values['refresh-ms']),
+    onError: (error, detail) => console.error(`tablequeue dashboard: ${String(detail['table'])}: ${error instanceof Error ? error.message : String(error)}`),
+  });
+  console.log(`dashboard at ${dashboard.url} (${values['allow-actions'] ? 'actions allowed' : 'read-only'}); Ctrl-C stops it`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await dashboard.close();
+  return 0;
+}
+
+function portOf(text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError('--port must be a whole number from 0 to 65535');
+  return port;
+}
+
+function refreshOf(text: string): number {
+  const refreshMs = Number(text);
+  if (!Number.isInteger(refreshMs) || refreshMs < 100) throw new UsageError('--refresh-ms must be a whole number of at least 100');
+  return refreshMs;
+}

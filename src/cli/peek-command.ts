@@ -1,0 +1,87 @@
+import { parseArgs } from 'node:util';
+import type { PeekedRow } from '../admin/inspection.js';
+import { openQueueInspector } from '../admin/open-queue-inspector.js';
+import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { formatTable, paintFor, type Paint } from './terminal-output.js';
+import { positiveInteger } from './usage-error.js';
+
+const PEEK_USAGE = `usage: tablequeue peek --database URL --table NAME [options]
+
+Shows the next unfinished rows in claim order, payloads decoded (JSON when it parses, else text).
+
+${INSPECTOR_FLAGS_HELP}
+  --group NAME              only this group
+  --dead-letters            the dead letters instead (needs --dead-letter-group or --dead-letter-table)
+  --limit N                 how many rows (default 10)
+  --json                    one JSON array of the rows`;
+
+const PAYLOAD_PREVIEW_CHARACTERS = 60;
+
+export async function runPeekCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      ...INSPECTOR_FLAGS,
+      group: { type: 'string' },
+      'dead-letters': { type: 'boolean' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(PEEK_USAGE);
+    return 0;
+  }
+  const options = inspectorOptionsOf('peek', values, PEEK_USAGE);
+  const limit = positiveInteger(values.limit ?? '10', '--limit');
+  const inspector = await openQueueInspector(options);
+  try {
+    const rows = await inspector.peek({
+      limit,
+      ...(values.group === undefined ? {} : { group: values.group }),
+      ...(values['dead-letters'] ? { deadLetters: true } : {}),
+    });
+    if (values.json) {
+      console.log(JSON.stringify(rows, null, 2));
+    } else {
+      console.log(renderPeekedRows(rows, paintFor(process.stdout)).join('\n'));
+    }
+    return 0;
+  } finally {
+    await inspector.close();
+  }
+}
+
+export function renderPeekedRows(rows: readonly PeekedRow[], paint: Paint): string[] {
+  if (rows.length === 0) return [paint.dim('(no rows)')];
+  const time = (value: Date | null) => (value === null ? '-' : value.toISOString());
+  return formatTable(
+    [
+      { heading: 'id', align: 'right' },
+      { heading: 'group' },
+      { heading: 'attempt', align: 'right' },
+      { heading: 'retry after' },
+      { heading: 'locked until' },
+      { heading: 'payload' },
+      { heading: 'last error' },
+    ],
+    rows.map((row) => [
+      row.id,
+      row.group ?? '-',
+      row.attempt === null ? '-' : String(row.attempt),
+      time(row.retryAfter),
+      time(row.lockedUntil),
+      preview(typeof row.payload === 'string' ? row.payload : JSON.stringify(row.payload)),
+      row.lastError === null ? '-' : paint.red(preview(row.lastError)),
+    ]),
+    paint,
+  );
+}
+
+/** One line, at most `PAYLOAD_PREVIEW_CHARACTERS` characters, so the table stays a table. */
+function preview(text: string): string {
+  const oneLine = text.replace(/\s+/g, ' ');
+  const characters = [...oneLine];
+  return characters.length <= PAYLOAD_PREVIEW_CHARACTERS ? oneLine : `${characters.slice(0, PAYLOAD_PREVIEW_CHARACTERS - 1).join('')}…`;
+}

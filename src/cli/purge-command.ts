@@ -1,0 +1,43 @@
+import { parseArgs } from 'node:util';
+import { openQueueInspector } from '../admin/open-queue-inspector.js';
+import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { formatCount } from './terminal-output.js';
+
+const PURGE_USAGE = `usage: tablequeue purge --database URL --table NAME [--group NAME] --yes
+
+Deletes every row of the table, or of one group, in one statement: ready, delayed, in work and
+processed alike. Without --yes it only says what it would delete and exits 2.
+
+${INSPECTOR_FLAGS_HELP}
+  --group NAME              only this group
+  --yes                     really delete`;
+
+export async function runPurgeCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { ...INSPECTOR_FLAGS, group: { type: 'string' }, yes: { type: 'boolean' } },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(PURGE_USAGE);
+    return 0;
+  }
+  const options = inspectorOptionsOf('purge', values, PURGE_USAGE);
+  const inspector = await openQueueInspector(options);
+  try {
+    const what = values.group === undefined ? `table "${inspector.spec.qualifiedName}"` : `group "${values.group}" of table "${inspector.spec.qualifiedName}"`;
+    if (values.yes !== true) {
+      const inspection = await inspector.inspect();
+      const rowCount = inspection.groups
+        .filter((counts) => values.group === undefined || counts.group === values.group)
+        .reduce((sum, counts) => sum + (counts.total ?? 0), 0);
+      console.error(`tablequeue: purge would delete ${formatCount(rowCount)} row${rowCount === 1 ? '' : 's'} of ${what}; run it again with --yes to delete them`);
+      return 2;
+    }
+    const deleted = await inspector.purge(values.group === undefined ? {} : { group: values.group });
+    console.log(`deleted ${formatCount(deleted)} row${deleted === 1 ? '' : 's'} of ${what}`);
+    return 0;
+  } finally {
+    await inspector.close();
+  }
+}

@@ -1,0 +1,145 @@
+import { parseArgs } from 'node:util';
+import type { GroupCounts, TableInspection } from '../admin/inspection.js';
+import { openQueueInspector } from '../admin/open-queue-inspector.js';
+import { abortableSleep } from '../internal/abortable-sleep.js';
+import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { formatAge, formatCount, formatTable, paintFor, type OutputStream, type Paint } from './terminal-output.js';
+import { UsageError } from './usage-error.js';
+
+const STATS_USAGE = `usage: tablequeue stats --database URL --table NAME [options]
+
+Per group (queue) of the table: rows ready now, delayed (retry time in the future), in work
+(holding a live lease; row lock claims in progress are not visible without locking rows),
+processed (tables that mark instead of deleting), dead-lettered, and the age of the oldest ready
+row (since its retry time).
+
+${INSPECTOR_FLAGS_HELP}
+  --watch [SECONDS]         print again every SECONDS (default 2) until Ctrl-C, which exits 0
+  --json                    one JSON document; with --watch, one document per line`;
+
+const DEFAULT_WATCH_SECONDS = 2;
+
+export async function runStatsCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: withWatchValue(args),
+    options: { ...INSPECTOR_FLAGS, watch: { type: 'string' }, json: { type: 'boolean' } },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(STATS_USAGE);
+    return 0;
+  }
+  const options = inspectorOptionsOf('stats', values, STATS_USAGE);
+  const watchMs = values.watch === undefined ? undefined : watchIntervalMs(values.watch);
+  const out: OutputStream = process.stdout;
+  const paint = paintFor(out);
+  const inspector = await openQueueInspector(options);
+  try {
+    if (watchMs === undefined) {
+      const inspection = await inspector.inspect();
+      out.write(values.json ? `${JSON.stringify(inspectionJson(inspection), null, 2)}\n` : `${renderInspection(inspection, paint).join('\n')}\n`);
+      return 0;
+    }
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      let linesDrawn = 0;
+      while (!stop.signal.aborted) {
+        const inspection = await inspector.inspect();
+        if (values.json) {
+          out.write(`${JSON.stringify(inspectionJson(inspection))}\n`);
+        } else {
+          const lines = renderInspection(inspection, paint);
+          // On a terminal the snapshot replaces the last one; elsewhere snapshots follow each other.
+          if (out.isTTY === true && linesDrawn > 0) out.write(`\u001b[${linesDrawn}F\u001b[0J`);
+          out.write(`${lines.join('\n')}\n${out.isTTY === true ? '' : '\n'}`);
+          linesDrawn = lines.length;
+        }
+        await abortableSleep(watchMs, stop.signal);
+      }
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+    return 0;
+  } finally {
+    await inspector.close();
+  }
+}
+
+/** `--watch` takes an optional value: a bare `--watch` gets the default. */
+function withWatchValue(args: readonly string[]): string[] {
+  const result: string[] = [];
+  for (const [index, arg] of args.entries()) {
+    result.push(arg);
+    if (arg !== '--watch') continue;
+    const next = args[index + 1];
+    if (next === undefined || !/^\d+(\.\d+)?$/.test(next)) result.push(String(DEFAULT_WATCH_SECONDS));
+  }
+  return result;
+}
+
+function watchIntervalMs(text: string): number {
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds < 0.1) throw new UsageError('--watch takes seconds between refreshes, at least 0.1');
+  return Math.round(seconds * 1000);
+}
+
+/** The JSON form: the inspection as it is, times as ISO text. */
+export function inspectionJson(inspection: TableInspection): Record<string, unknown> {
+  return {
+    table: inspection.table,
+    readAt: inspection.readAt.toISOString(),
+    deadLettered: inspection.deadLettered,
+    deadLetter: inspection.deadLetter ?? null,
+    groups: inspection.groups.map((counts) => ({
+      group: counts.group,
+      ready: counts.ready,
+      delayed: counts.delayed,
+      inWork: counts.inWork,
+      processed: counts.processed,
+      deadLettered: counts.deadLettered ?? 0,
+      total: counts.total ?? null,
+      oldestReadyAgeSeconds: counts.oldestReadyAgeSeconds,
+    })),
+  };
+}
+
+export function renderInspection(inspection: TableInspection, paint: Paint): string[] {
+  const where =
+    inspection.deadLetter === undefined
+      ? ''
+      : inspection.deadLetter.kind === 'group'
+        ? ` in group "${inspection.deadLetter.group}"`
+        : ` in table "${inspection.deadLetter.table}"`;
+  const title =
+    `${paint.bold(inspection.table)}  read ${inspection.readAt.toISOString()}  ` +
+    `dead letters: ${inspection.deadLettered > 0 ? paint.red(formatCount(inspection.deadLettered)) : '0'}${where}`;
+  if (inspection.groups.length === 0) return [title, paint.dim('(no rows)')];
+  const count = (value: number, colour: (text: string) => string) => (value > 0 ? colour(formatCount(value)) : paint.dim('0'));
+  const rows = inspection.groups.map((counts: GroupCounts) => [
+    counts.group ?? '(table)',
+    count(counts.ready, paint.green),
+    count(counts.delayed, paint.yellow),
+    count(counts.inWork, (text) => text),
+    count(counts.processed, (text) => text),
+    count(counts.deadLettered ?? 0, paint.red),
+    formatAge(counts.oldestReadyAgeSeconds),
+  ]);
+  const table = formatTable(
+    [
+      { heading: 'group' },
+      { heading: 'ready', align: 'right' },
+      { heading: 'delayed', align: 'right' },
+      { heading: 'in work', align: 'right' },
+      { heading: 'processed', align: 'right' },
+      { heading: 'dead-lettered', align: 'right' },
+      { heading: 'oldest ready', align: 'right' },
+    ],
+    rows,
+    paint,
+  );
+  return [title, ...table];
+}

@@ -1,0 +1,138 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeclarationError } from '../errors.js';
+import { startDashboardServer, type DashboardData, type RequeueRequest, type RunningDashboard } from './dashboard-server.js';
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+}
+
+/** node:http rather than fetch, which would not send a Host or Origin header of the test's choosing. */
+function send(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
+    });
+    outgoing.on('error', reject);
+    outgoing.end(options.body);
+  });
+}
+
+function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardData {
+  return {
+    config: { allowActions, refreshMs: 1_000, tables: ['jobs'], heartbeatTable: 'tablequeue_brokers', database: 'sqlite in memory' },
+    queues: () => [
+      {
+        table: 'jobs',
+        deadLetter: { kind: 'group', group: 'dead' },
+        groups: [{ group: 'emails', ready: 3, delayed: 2, inWork: 1, processed: 0, oldestReadyAgeSeconds: 4 }],
+        deadLettered: 2,
+        readAt: 0,
+        error: null,
+      },
+    ],
+    throughput: () => [{ at: 0, depth: 6, drainedPerSecond: 0 }],
+    deadLetters: () => Promise.resolve([{ table: 'jobs', location: 'group:dead', rows: [], error: null }]),
+    brokers: () => Promise.resolve({ table: 'tablequeue_brokers', brokers: [], staleCount: 0, problem: null }),
+    requeue: (requeue) => {
+      if (requeue.toGroup === undefined) return Promise.reject(new DeclarationError('name the group to move them to'));
+      requeues.push(requeue);
+      return Promise.resolve(requeue.ids?.length ?? 2);
+    },
+  };
+}
+
+const JSON_POST = { method: 'POST', headers: { 'content-type': 'application/json' } };
+
+describe('dashboard server', () => {
+  const requeues: RequeueRequest[] = [];
+  let readOnly: RunningDashboard;
+  let withActions: RunningDashboard;
+
+  beforeAll(async () => {
+    [readOnly, withActions] = await Promise.all([
+      startDashboardServer({ host: '127.0.0.1', port: 0, data: dataOf(false, []) }),
+      startDashboardServer({ host: '127.0.0.1', port: 0, data: dataOf(true, requeues) }),
+    ]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([readOnly.close(), withActions.close()]);
+  });
+
+  it('serves the page, its style and script under a policy that allows nothing from elsewhere', async () => {
+    const [page, style, script] = await Promise.all(['', 'dashboard.css', 'dashboard.js'].map((path) => send(readOnly.url + path)));
+    expect(page!.status).toBe(200);
+    expect(page!.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page!.body).toMatch(/<script src="\/dashboard.js" defer><\/script>/);
+    expect(style!.headers['content-type']).toBe('text/css; charset=utf-8');
+    expect(script!.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    for (const answer of [page!, style!, script!]) {
+      expect(answer.headers['content-security-policy']).toBe(
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      );
+      expect(answer.headers['x-content-type-options']).toBe('nosniff');
+    }
+  });
+
+  it('answers the JSON endpoints the page polls', async () => {
+    const [config, queues, throughput, deadLetters, brokers] = await Promise.all(
+      ['api/config', 'api/queues', 'api/throughput', 'api/dead-letters', 'api/brokers'].map((path) => send(readOnly.url + path)),
+    );
+    expect(JSON.parse(config!.body)).toMatchObject({ allowActions: false, refreshMs: 1_000, tables: ['jobs'] });
+    expect(JSON.parse(queues!.body).tables[0].groups[0]).toMatchObject({ group: 'emails', ready: 3, delayed: 2, inWork: 1 });
+    expect(JSON.parse(throughput!.body)).toEqual({ intervalMs: 1_000, points: [{ at: 0, depth: 6, drainedPerSecond: 0 }] });
+    expect(JSON.parse(deadLetters!.body).tables[0].location).toBe('group:dead');
+    expect(JSON.parse(brokers!.body).problem).toBeNull();
+  });
+
+  it('refuses a requeue with 403 when read-only', async () => {
+    const answer = await send(`${readOnly.url}api/requeue`, { ...JSON_POST, body: JSON.stringify({ table: 'jobs', toGroup: 'emails' }) });
+    expect(answer.status).toBe(403);
+    expect(JSON.parse(answer.body).error).toMatch(/--allow-actions/);
+  });
+
+  it('requeues with --allow-actions, and refuses what a page elsewhere could send', async () => {
+    const moved = await send(`${withActions.url}api/requeue`, {
+      ...JSON_POST,
+      body: JSON.stringify({ table: 'jobs', ids: ['7'], toGroup: 'emails' }),
+    });
+    expect(moved.status).toBe(200);
+    expect(JSON.parse(moved.body)).toEqual({ moved: 1 });
+    expect(requeues).toEqual([{ table: 'jobs', ids: ['7'], toGroup: 'emails' }]);
+
+    const body = JSON.stringify({ table: 'jobs', toGroup: 'emails' });
+    const form = await send(`${withActions.url}api/requeue`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body });
+    expect(form.status).toBe(415);
+    const foreignOrigin = await send(`${withActions.url}api/requeue`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'http://evil.example' },
+      body,
+    });
+    expect(foreignOrigin.status).toBe(403);
+    const rebound = await send(`${withActions.url}api/queues`, { headers: { host: 'evil.example:4300' } });
+    expect(rebound.status).toBe(403);
+    expect(requeues).toHaveLength(1);
+  });
+
+  it('answers 400 for a body it cannot use or a request the data refuses, 404 and 405 elsewhere', async () => {
+    const url = `${withActions.url}api/requeue`;
+    const [notJson, noTable, badIds, refused, missing, wrongMethod] = await Promise.all([
+      send(url, { ...JSON_POST, body: '{' }),
+      send(url, { ...JSON_POST, body: JSON.stringify({ ids: ['1'] }) }),
+      send(url, { ...JSON_POST, body: JSON.stringify({ table: 'jobs', ids: [1] }) }),
+      send(url, { ...JSON_POST, body: JSON.stringify({ table: 'jobs' }) }),
+      send(`${withActions.url}api/nothing`),
+      send(`${withActions.url}api/queues`, { method: 'DELETE' }),
+    ]);
+    expect([notJson, noTable, badIds, refused].map((answer) => answer!.status)).toEqual([400, 400, 400, 400]);
+    expect(JSON.parse(refused!.body).error).toBe('name the group to move them to');
+    expect(missing!.status).toBe(404);
+    expect(wrongMethod!.status).toBe(405);
+  });
+});

@@ -1,0 +1,256 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DeclarationError, isQueueError } from '../errors.js';
+import type { BrokerList } from './broker-directory.js';
+import { DASHBOARD_PAGE } from './dashboard-page.js';
+import { DASHBOARD_SCRIPT } from './dashboard-script.js';
+import { DASHBOARD_STYLE } from './dashboard-style.js';
+import type { TableSnapshot, ThroughputPoint } from './queue-sampler.js';
+
+/** What the page learns once, at load. */
+export interface DashboardConfig {
+  readonly allowActions: boolean;
+  readonly refreshMs: number;
+  readonly tables: readonly string[];
+  readonly heartbeatTable: string;
+  /** For the page's header: `postgres at 127.0.0.1:5432`. */
+  readonly database: string;
+}
+
+/** One dead letter as the page lists it. */
+export interface DeadLetterView {
+  readonly id: string;
+  readonly group: string | null;
+  readonly attempt: number | null;
+  readonly lastError: string | null;
+  /** The payload as JSON text, cut to `PAYLOAD_PREVIEW_CHARACTERS`. */
+  readonly payloadPreview: string;
+}
+
+export interface DeadLetterTableView {
+  readonly table: string;
+  /** `group:<name>` or `table:<name>`; null when the dashboard was not told where dead letters go. */
+  readonly location: string | null;
+  readonly rows: readonly DeadLetterView[];
+  readonly error: string | null;
+}
+
+export interface RequeueRequest {
+  readonly table: string;
+  /** Rows to move; all of the table's dead letters when absent. */
+  readonly ids?: readonly string[];
+  /** The queue to move them to, needed when dead letters sit in a group of the same table. */
+  readonly toGroup?: string;
+}
+
+/** The data behind the endpoints; `dashboard.ts` assembles it from inspectors and the heartbeat table. */
+export interface DashboardData {
+  readonly config: DashboardConfig;
+  queues(): readonly TableSnapshot[];
+  throughput(): readonly ThroughputPoint[];
+  deadLetters(): Promise<readonly DeadLetterTableView[]>;
+  brokers(): Promise<BrokerList>;
+  /** Moves dead letters back; returns how many moved. A `DeclarationError` is the caller's to fix (400). */
+  requeue(request: RequeueRequest): Promise<number>;
+}
+
+export interface DashboardServerOptions {
+  readonly host: string;
+  /** 0 picks a free port; `url` tells which. */
+  readonly port: number;
+  readonly data: DashboardData;
+}
+
+export interface RunningDashboard {
+  /** `http://host:port/` */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** A requeue names at most this many rows; the page sends one id, or none for all. */
+const MAX_REQUEUE_IDS = 1_000;
+const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * The page may load only its own script and style and talk only to this server, so nothing it
+ * renders (a payload, an error text) can pull in anything from elsewhere.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const STATIC_FILES: Record<string, { type: string; body: string }> = {
+  '/': { type: 'text/html; charset=utf-8', body: DASHBOARD_PAGE },
+  '/dashboard.css': { type: 'text/css; charset=utf-8', body: DASHBOARD_STYLE },
+  '/dashboard.js': { type: 'text/javascript; charset=utf-8', body: DASHBOARD_SCRIPT },
+};
+
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** A client error with the status it answers. */
+class HttpError extends Error {
+  readonly status: number;
+
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export async function startDashboardServer(options: DashboardServerOptions): Promise<RunningDashboard> {
+  const { data } = options;
+  const isLoopback = LOOPBACK_NAMES.has(options.host);
+  const server = createServer((request, response) => {
+    handle(request, response, data, isLoopback).catch((error: unknown) => {
+      const status = error instanceof HttpError ? error.status : isQueueError(error, 'DECLARATION') ? 400 : 500;
+      sendJson(response, status, { error: error instanceof Error ? error.message : String(error) });
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function handle(request: IncomingMessage, response: ServerResponse, data: DashboardData, isLoopback: boolean): Promise<void> {
+  // A page elsewhere can point a name of its own at 127.0.0.1 (DNS rebinding); the Host it sends
+  // then names that page's host, so a dashboard on loopback answers only loopback names.
+  if (isLoopback && !LOOPBACK_NAMES.has(hostnameOf(request.headers.host))) {
+    throw new HttpError(403, 'the dashboard answers only requests addressed to localhost or 127.0.0.1');
+  }
+  const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+  if (request.method === 'POST' && path === '/api/requeue') {
+    sendJson(response, 200, { moved: await requeue(request, data) });
+    return;
+  }
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    throw new HttpError(405, `${request.method ?? 'this method'} is not allowed on ${path}`);
+  }
+  if (path === '/favicon.ico') {
+    // The page has no icon; answering at once keeps the browser's console free of a 404.
+    response.writeHead(204, { 'cache-control': 'max-age=86400' }).end();
+    return;
+  }
+  const file = STATIC_FILES[path];
+  if (file !== undefined) {
+    send(response, 200, file.type, file.body);
+    return;
+  }
+  switch (path) {
+    case '/api/config':
+      sendJson(response, 200, data.config);
+      return;
+    case '/api/queues':
+      sendJson(response, 200, { tables: data.queues() });
+      return;
+    case '/api/throughput':
+      sendJson(response, 200, { intervalMs: data.config.refreshMs, points: data.throughput() });
+      return;
+    case '/api/dead-letters':
+      sendJson(response, 200, { tables: await data.deadLetters() });
+      return;
+    case '/api/brokers':
+      sendJson(response, 200, await data.brokers());
+      return;
+  }
+  throw new HttpError(404, `nothing at ${path}`);
+}
+
+/**
+ * Only with `--allow-actions`. The body must be JSON: a page elsewhere can post a form to this
+ * server without asking, but not a JSON body, and a browser names its origin, which must be this
+ * server's own.
+ */
+async function requeue(request: IncomingMessage, data: DashboardData): Promise<number> {
+  if (!data.config.allowActions) {
+    throw new HttpError(403, 'the dashboard is read-only; start it with --allow-actions to requeue dead letters');
+  }
+  const origin = request.headers.origin;
+  if (origin !== undefined && origin !== `http://${request.headers.host ?? ''}`) {
+    throw new HttpError(403, `requests from ${origin} may not change queues`);
+  }
+  if (!(request.headers['content-type'] ?? '').startsWith('application/json')) {
+    throw new HttpError(415, 'send the requeue as application/json');
+  }
+  return data.requeue(parseRequeue(await readBody(request)));
+}
+
+function parseRequeue(text: string): RequeueRequest {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'the requeue body is not JSON');
+  }
+  if (body === null || typeof body !== 'object') throw new HttpError(400, 'the requeue body must be an object { table, ids?, toGroup? }');
+  const { table, ids, toGroup } = body as Record<string, unknown>;
+  if (typeof table !== 'string') throw new HttpError(400, 'requeue needs "table", the table whose dead letters to move');
+  if (ids !== undefined && (!Array.isArray(ids) || ids.length > MAX_REQUEUE_IDS || ids.some((id) => typeof id !== 'string'))) {
+    throw new HttpError(400, `"ids" must be a list of at most ${MAX_REQUEUE_IDS} ids as text`);
+  }
+  if (toGroup !== undefined && (typeof toGroup !== 'string' || toGroup.length === 0)) {
+    throw new DeclarationError('"toGroup" must be the name of a queue');
+  }
+  return {
+    table,
+    ...(ids === undefined ? {} : { ids: ids as string[] }),
+    ...(toGroup === undefined ? {} : { toGroup }),
+  };
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new HttpError(413, `the request body is over ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function hostnameOf(hostHeader: string | undefined): string {
+  if (hostHeader === undefined) return '';
+  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
+  return hostHeader.split(':')[0] ?? '';
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  send(response, status, 'application/json; charset=utf-8', JSON.stringify(body));
+}
+
+function send(response: ServerResponse, status: number, type: string, body: string): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  response.writeHead(status, {
+    'content-type': type,
+    'content-length': Buffer.byteLength(body),
+    'content-security-policy': CONTENT_SECURITY_POLICY,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  });
+  response.end(response.req.method === 'HEAD' ? undefined : body);
+}

@@ -1,0 +1,180 @@
+import type { DeadLetterLocation, PeekedRow } from '../admin/inspection.js';
+import { openQueueInspector, type InspectorColumnNames } from '../admin/open-queue-inspector.js';
+import { openDialect } from '../broker/open-dialect.js';
+import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
+import { createDriver } from '../driver/create-driver.js';
+import type { Driver } from '../driver/driver.js';
+import { DeclarationError } from '../errors.js';
+import { parseQualifiedName } from '../table/identifier.js';
+import { BrokerDirectory } from './broker-directory.js';
+import { BrokerDrainRate } from './broker-drain-rate.js';
+import {
+  startDashboardServer,
+  type DashboardData,
+  type DeadLetterTableView,
+  type DeadLetterView,
+  type RequeueRequest,
+  type RunningDashboard,
+} from './dashboard-server.js';
+import { messageOf, QueueSampler, type WatchedTable } from './queue-sampler.js';
+
+export interface DashboardOptions {
+  /** `postgres://…`, `mysql://…`, `mariadb://…` or `sqlite:…`. */
+  readonly database: string;
+  /** Queue tables to show, `name` or `schema.name`. */
+  readonly tables: readonly string[];
+  /** The schema of tables named without one. */
+  readonly schema?: string;
+  /** Column names where the tables differ from `tablequeue init`'s; the same for every table. */
+  readonly columns?: InspectorColumnNames;
+  /** Where the tables' dead letters are; without it none are listed and requeue is not offered. */
+  readonly deadLetter?: DeadLetterLocation;
+  /** The brokers' heartbeat table. Default `tablequeue_brokers`. */
+  readonly heartbeatTable?: string;
+  /** Whether `POST /api/requeue` may change anything; otherwise it answers 403. Default false. */
+  readonly allowActions?: boolean;
+  /** Default 127.0.0.1: only this machine can open the page. */
+  readonly host?: string;
+  /** Default 4300; 0 picks a free port. */
+  readonly port?: number;
+  /** How often the tables are inspected and the page refreshes. Default 2,000 ms. */
+  readonly refreshMs?: number;
+  /** Failed inspections; the page shows them too. */
+  readonly onError?: (error: unknown, detail: Record<string, unknown>) => void;
+}
+
+export interface Dashboard {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_DASHBOARD_PORT = 4300;
+export const DEFAULT_DASHBOARD_HOST = '127.0.0.1';
+export const DEFAULT_REFRESH_MS = 2_000;
+
+/** The chart covers the last ten minutes, at most 600 points. */
+const HISTORY_MS = 600_000;
+const MAX_HISTORY_POINTS = 600;
+const DEAD_LETTERS_SHOWN = 50;
+const PAYLOAD_PREVIEW_CHARACTERS = 200;
+/** Each table's inspection, the dead-letter peeks and the heartbeat read may run at once. */
+const POOL_SIZE = 4;
+
+/**
+ * Opens the database, an inspector per table, and the HTTP server. Reads only, except a requeue
+ * with `allowActions`.
+ */
+export async function openDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
+  if (!Number.isInteger(refreshMs) || refreshMs < 100) {
+    throw new DeclarationError(`the dashboard's refresh must be a whole number of at least 100 ms, got ${String(refreshMs)}`);
+  }
+  const driver = createDriver(options.database, { poolSize: POOL_SIZE });
+  await driver.open();
+  const closing: (() => Promise<void>)[] = [() => driver.close()];
+  const closeAll = async () => {
+    for (const close of closing.splice(0).reverse()) await close().catch(() => undefined);
+  };
+  try {
+    const dialect = await openDialect(driver);
+    const heartbeatTable = options.heartbeatTable ?? DEFAULT_HEARTBEAT_TABLE;
+    const directory = new BrokerDirectory({ driver, database: dialect.name, table: heartbeatTable });
+    const tables = await openTables(driver, options, closing);
+    const drainRate = new BrokerDrainRate(tables.map((watched) => watched.table));
+    const sampler = new QueueSampler({
+      tables,
+      intervalMs: refreshMs,
+      historySize: Math.min(MAX_HISTORY_POINTS, Math.ceil(HISTORY_MS / refreshMs)),
+      onError: (error, table) => options.onError?.(error, { table }),
+      readBrokerDrainRate: async () => {
+        const readAt = Date.now();
+        return drainRate.update(await directory.list(), readAt);
+      },
+    });
+    await sampler.start();
+    closing.push(() => sampler.stop());
+    const data: DashboardData = {
+      config: {
+        allowActions: options.allowActions ?? false,
+        refreshMs,
+        tables: tables.map((watched) => watched.table),
+        heartbeatTable,
+        database: driver.description,
+      },
+      queues: () => sampler.snapshots(),
+      throughput: () => sampler.history(),
+      deadLetters: () => Promise.all(tables.map(deadLettersOf)),
+      brokers: () => directory.list(),
+      requeue: async (request) => {
+        const moved = await requeueIn(tables, request);
+        await sampler.refresh();
+        return moved;
+      },
+    };
+    const server: RunningDashboard = await startDashboardServer({
+      host: options.host ?? DEFAULT_DASHBOARD_HOST,
+      port: options.port ?? DEFAULT_DASHBOARD_PORT,
+      data,
+    });
+    closing.push(() => server.close());
+    return { url: server.url, close: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+async function openTables(driver: Driver, options: DashboardOptions, closing: (() => Promise<void>)[]): Promise<WatchedTable[]> {
+  const tables: WatchedTable[] = [];
+  for (const table of new Set(options.tables)) {
+    const parsed = parseQualifiedName(table, 'table');
+    const schema = parsed.schema ?? options.schema;
+    const inspector = await openQueueInspector({
+      database: driver,
+      table: parsed.name,
+      ...(schema === undefined ? {} : { schema }),
+      ...(options.deadLetter === undefined ? {} : { deadLetter: options.deadLetter }),
+      ...(options.columns === undefined ? {} : { columns: options.columns }),
+    });
+    closing.push(() => inspector.close());
+    tables.push({ table: schema === undefined ? parsed.name : `${schema}.${parsed.name}`, inspector, deadLetter: options.deadLetter });
+  }
+  return tables;
+}
+
+async function deadLettersOf(watched: WatchedTable): Promise<DeadLetterTableView> {
+  const location = watched.deadLetter === undefined ? null : locationText(watched.deadLetter);
+  if (location === null) return { table: watched.table, location, rows: [], error: null };
+  try {
+    const rows = await watched.inspector.peek({ deadLetters: true, limit: DEAD_LETTERS_SHOWN });
+    return { table: watched.table, location, rows: rows.map(deadLetterView), error: null };
+  } catch (error) {
+    return { table: watched.table, location, rows: [], error: messageOf(error) };
+  }
+}
+
+async function requeueIn(tables: readonly WatchedTable[], request: RequeueRequest): Promise<number> {
+  const watched = tables.find((candidate) => candidate.table === request.table);
+  if (watched === undefined) {
+    throw new DeclarationError(`the dashboard shows no table "${request.table}"; it shows ${tables.map((table) => table.table).join(', ')}`);
+  }
+  return watched.inspector.requeue({
+    ...(request.ids === undefined ? {} : { ids: request.ids }),
+    ...(request.toGroup === undefined ? {} : { toGroup: request.toGroup }),
+  });
+}
+
+function locationText(location: DeadLetterLocation): string {
+  return location.kind === 'group' ? `group:${location.group}` : `table:${location.table}`;
+}
+
+function deadLetterView(row: PeekedRow): DeadLetterView {
+  const text = typeof row.payload === 'string' ? row.payload : (JSON.stringify(row.payload) ?? '');
+  return {
+    id: row.id,
+    group: row.group,
+    attempt: row.attempt,
+    lastError: row.lastError,
+    payloadPreview: text.length > PAYLOAD_PREVIEW_CHARACTERS ? `${text.slice(0, PAYLOAD_PREVIEW_CHARACTERS)}…` : text,
+  };
+}

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import type { GroupCounts, QueueInspector, TableInspection } from '../admin/inspection.js';
+import { drainedBetween, QueueSampler } from './queue-sampler.js';
+
+function counts(group: string, ready: number, extra: Partial<GroupCounts> = {}): GroupCounts {
+  return { group, ready, delayed: 0, inWork: 0, processed: 0, oldestReadyAgeSeconds: null, ...extra };
+}
+
+/** An inspector that answers the inspections it is given, one per call, with read times a second apart. */
+function scriptedInspector(rounds: { groups: GroupCounts[]; deadLettered?: number }[]): QueueInspector {
+  let call = 0;
+  return {
+    inspect: (): Promise<TableInspection> => {
+      const round = rounds[Math.min(call, rounds.length - 1)]!;
+      const readAt = new Date(Date.UTC(2030, 0, 1, 0, 0, call));
+      call += 1;
+      return Promise.resolve({ table: 'jobs', groups: round.groups, deadLettered: round.deadLettered ?? 0, readAt });
+    },
+    peek: () => Promise.resolve([]),
+    requeue: () => Promise.resolve(0),
+    purge: () => Promise.resolve(0),
+    close: () => Promise.resolve(),
+  };
+}
+
+describe('drainedBetween', () => {
+  const at = 0;
+  it('counts processed rows exactly on a table that marks them', () => {
+    expect(drainedBetween({ at, depth: 10, processed: 5, deadLettered: 0 }, { at, depth: 30, processed: 12, deadLettered: 0 })).toBe(7);
+  });
+
+  it('reads the net fall in depth on a table that deletes on ack, dead letters left out', () => {
+    expect(drainedBetween({ at, depth: 100, processed: 0, deadLettered: 1 }, { at, depth: 60, processed: 0, deadLettered: 4 })).toBe(37);
+    expect(drainedBetween({ at, depth: 60, processed: 0, deadLettered: 0 }, { at, depth: 90, processed: 0, deadLettered: 0 })).toBe(0);
+  });
+});
+
+describe('QueueSampler', () => {
+  it('keeps the latest counts, leaves the dead-letter group out and lists drained queues with zeros', async () => {
+    const sampler = new QueueSampler({
+      tables: [
+        {
+          table: 'jobs',
+          deadLetter: { kind: 'group', group: 'dead' },
+          inspector: scriptedInspector([
+            { groups: [counts('dead', 2), counts('emails', 30), counts('reports', 4)], deadLettered: 2 },
+            { groups: [counts('dead', 2), counts('reports', 4)], deadLettered: 2 },
+          ]),
+        },
+      ],
+      intervalMs: 60_000,
+      historySize: 10,
+      onError: () => undefined,
+    });
+    await sampler.refresh();
+    await sampler.refresh();
+    const [snapshot] = sampler.snapshots();
+    expect(snapshot!.groups.map((group) => [group.group, group.ready])).toEqual([
+      ['emails', 0],
+      ['reports', 4],
+    ]);
+    expect(snapshot!.deadLettered).toBe(2);
+    expect(sampler.history().map((point) => [point.depth, point.drainedPerSecond])).toEqual([
+      [34, 0],
+      [4, 30],
+    ]);
+  });
+
+  it('charts the brokers’ own rate when it is higher, and keeps at most historySize points', async () => {
+    let reported = 0;
+    const sampler = new QueueSampler({
+      tables: [{ table: 'jobs', deadLetter: undefined, inspector: scriptedInspector([{ groups: [counts('emails', 10)] }]) }],
+      intervalMs: 60_000,
+      historySize: 2,
+      onError: () => undefined,
+      readBrokerDrainRate: () => Promise.resolve(reported),
+    });
+    await sampler.refresh();
+    reported = 12.5;
+    await sampler.refresh();
+    await sampler.refresh();
+    expect(sampler.history().map((point) => point.drainedPerSecond)).toEqual([12.5, 12.5]);
+  });
+
+  it('shows a failed read on its table and adds no point for that round', async () => {
+    const failing: QueueInspector = { ...scriptedInspector([]), inspect: () => Promise.reject(new Error('connection refused')) };
+    const errors: string[] = [];
+    const sampler = new QueueSampler({
+      tables: [{ table: 'jobs', deadLetter: undefined, inspector: failing }],
+      intervalMs: 60_000,
+      historySize: 10,
+      onError: (_error, table) => errors.push(table),
+    });
+    await sampler.refresh();
+    expect(sampler.snapshots()[0]!.error).toBe('connection refused');
+    expect(sampler.history()).toEqual([]);
+    expect(errors).toEqual(['jobs']);
+  });
+});

@@ -1,0 +1,217 @@
+import type { DeadLetterLocation, GroupCounts, QueueInspector, TableInspection } from '../admin/inspection.js';
+import { abortableSleep } from '../internal/abortable-sleep.js';
+
+/** One inspected table as the dashboard needs it. */
+export interface WatchedTable {
+  /** `schema.name`, or `name` for a table named without a schema; how the page and requeue name it. */
+  readonly table: string;
+  readonly inspector: QueueInspector;
+  readonly deadLetter: DeadLetterLocation | undefined;
+}
+
+/** The latest read of one table: its queues (the dead-letter group left out) or why it failed. */
+export interface TableSnapshot {
+  readonly table: string;
+  readonly deadLetter: DeadLetterLocation | null;
+  readonly groups: readonly GroupCounts[];
+  readonly deadLettered: number;
+  /** Milliseconds since the epoch, host clock. */
+  readonly readAt: number | null;
+  readonly error: string | null;
+}
+
+/** One point of the throughput chart, summed over every table read in that round. */
+export interface ThroughputPoint {
+  /** Milliseconds since the epoch, host clock. */
+  readonly at: number;
+  /** Ready, delayed and in work, dead letters left out. */
+  readonly depth: number;
+  /**
+   * Rows finished per second since the previous round: from the inspections (see
+   * `drainedBetween`), or from the brokers' own counters when they report a higher rate.
+   */
+  readonly drainedPerSecond: number;
+}
+
+export interface QueueSamplerOptions {
+  readonly tables: readonly WatchedTable[];
+  readonly intervalMs: number;
+  /** How many points the chart keeps; older ones are dropped. */
+  readonly historySize: number;
+  readonly onError: (error: unknown, table: string) => void;
+  /**
+   * Rows per second the reporting brokers finish on these tables (see `BrokerDrainRate`); the
+   * chart shows the larger of it and the rate the inspections tell.
+   */
+  readonly readBrokerDrainRate?: () => Promise<number>;
+}
+
+/** What a round keeps of a table to compare the next round with. */
+export interface TableTotals {
+  readonly at: number;
+  readonly depth: number;
+  readonly processed: number;
+  readonly deadLettered: number;
+}
+
+/**
+ * Inspects every table each interval and keeps what the page shows: the latest counts and a
+ * throughput history derived from successive inspections. Inspections run whether or not a page
+ * is open, so a page opened later still sees the recent past.
+ */
+export class QueueSampler {
+  readonly #options: QueueSamplerOptions;
+  readonly #snapshots = new Map<string, TableSnapshot>();
+  readonly #previous = new Map<string, TableTotals>();
+  readonly #history: ThroughputPoint[] = [];
+  /** Per table, every group seen since start: a queue that drains empty stays listed with zeros. */
+  readonly #seenGroups = new Map<string, Set<string | null>>();
+  readonly #stopping = new AbortController();
+  #round: Promise<void> = Promise.resolve();
+  #loop: Promise<void> | undefined;
+
+  constructor(options: QueueSamplerOptions) {
+    this.#options = options;
+    for (const watched of options.tables) {
+      this.#snapshots.set(watched.table, {
+        table: watched.table,
+        deadLetter: watched.deadLetter ?? null,
+        groups: [],
+        deadLettered: 0,
+        readAt: null,
+        error: null,
+      });
+    }
+  }
+
+  /** Reads every table once, then keeps reading every interval until `stop()`. */
+  async start(): Promise<void> {
+    await this.refresh();
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    await this.#loop;
+    await this.#round;
+  }
+
+  /** Reads every table now (after a requeue, say), one round at a time. */
+  refresh(): Promise<void> {
+    this.#round = this.#round.then(() => this.#sample());
+    return this.#round;
+  }
+
+  snapshots(): TableSnapshot[] {
+    return [...this.#snapshots.values()];
+  }
+
+  history(): ThroughputPoint[] {
+    return [...this.#history];
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stopping.signal;
+    for (;;) {
+      await abortableSleep(this.#options.intervalMs, signal);
+      if (signal.aborted) return;
+      await this.refresh();
+    }
+  }
+
+  #seenGroupsOf(table: string): Set<string | null> {
+    let seen = this.#seenGroups.get(table);
+    if (seen === undefined) {
+      seen = new Set();
+      this.#seenGroups.set(table, seen);
+    }
+    return seen;
+  }
+
+  async #sample(): Promise<void> {
+    const brokerRate = (this.#options.readBrokerDrainRate?.() ?? Promise.resolve(0)).catch(() => 0);
+    const reads = await Promise.all(
+      this.#options.tables.map(async (watched) => {
+        try {
+          return { watched, inspection: await watched.inspector.inspect() };
+        } catch (error) {
+          this.#options.onError(error, watched.table);
+          return { watched, error };
+        }
+      }),
+    );
+    let depth = 0;
+    let drainedPerSecond = 0;
+    let isComplete = true;
+    let at = Date.now();
+    for (const read of reads) {
+      const { watched } = read;
+      if (read.inspection === undefined) {
+        isComplete = false;
+        const previous = this.#snapshots.get(watched.table);
+        this.#snapshots.set(watched.table, { ...previous!, error: messageOf(read.error) });
+        continue;
+      }
+      const snapshot = snapshotOf(watched, read.inspection, this.#seenGroupsOf(watched.table));
+      this.#snapshots.set(watched.table, snapshot);
+      const totals = totalsOf(snapshot, read.inspection);
+      at = totals.at;
+      depth += totals.depth;
+      const previous = this.#previous.get(watched.table);
+      if (previous !== undefined && totals.at > previous.at) {
+        drainedPerSecond += (drainedBetween(previous, totals) * 1000) / (totals.at - previous.at);
+      }
+      this.#previous.set(watched.table, totals);
+    }
+    const reportedPerSecond = await brokerRate;
+    if (!isComplete) return;
+    const drained = Math.max(drainedPerSecond, reportedPerSecond);
+    this.#history.push({ at, depth, drainedPerSecond: Math.round(drained * 10) / 10 });
+    if (this.#history.length > this.#options.historySize) this.#history.splice(0, this.#history.length - this.#options.historySize);
+  }
+}
+
+/**
+ * Rows that left the queues between two reads. A table that marks rows processed says so
+ * exactly; a table that deletes on ack shows only the net fall in depth, so rows published in
+ * the same interval hide as many drained ones. Rows that became dead letters are not drained.
+ */
+export function drainedBetween(before: TableTotals, after: TableTotals): number {
+  const processed = after.processed - before.processed;
+  if (processed > 0) return processed;
+  const deadLettered = Math.max(0, after.deadLettered - before.deadLettered);
+  return Math.max(0, before.depth - after.depth - deadLettered);
+}
+
+function snapshotOf(watched: WatchedTable, inspection: TableInspection, seenGroups: Set<string | null>): TableSnapshot {
+  const deadGroup = watched.deadLetter?.kind === 'group' ? watched.deadLetter.group : undefined;
+  const groups = inspection.groups.filter((group) => deadGroup === undefined || group.group !== deadGroup);
+  for (const group of groups) seenGroups.add(group.group);
+  const present = new Set(groups.map((group) => group.group));
+  for (const group of seenGroups) {
+    if (!present.has(group)) groups.push({ group, ready: 0, delayed: 0, inWork: 0, processed: 0, oldestReadyAgeSeconds: null, total: 0, deadLettered: 0 });
+  }
+  groups.sort((a, b) => (a.group ?? '').localeCompare(b.group ?? ''));
+  return {
+    table: watched.table,
+    deadLetter: watched.deadLetter ?? null,
+    groups,
+    deadLettered: inspection.deadLettered,
+    readAt: inspection.readAt.getTime(),
+    error: null,
+  };
+}
+
+function totalsOf(snapshot: TableSnapshot, inspection: TableInspection): TableTotals {
+  let depth = 0;
+  let processed = 0;
+  for (const group of snapshot.groups) {
+    depth += group.ready + group.delayed + group.inWork;
+    processed += group.processed;
+  }
+  return { at: inspection.readAt.getTime(), depth, processed, deadLettered: inspection.deadLettered };
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

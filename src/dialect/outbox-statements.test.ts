@@ -1,0 +1,262 @@
+import { describe, expect, it } from 'vitest';
+import { defineOutbox } from '../outbox/define-outbox.js';
+import { createTableSpec } from '../table/table-spec.js';
+import { createDialect } from './create-dialect.js';
+import type { LeaseClaim } from './dialect.js';
+import { createOutboxStatements, type OutboxStatements } from './outbox-statements.js';
+import { statementText } from './test-tables.fixture.js';
+
+const postgres = createDialect('postgres');
+const mysql = createDialect('mysql');
+const mariadb = createDialect('mariadb');
+const sqlite = createDialect('sqlite');
+
+/** Every role: headers, and processed records marked. */
+const marked = defineOutbox({
+  table: 'outbox',
+  id: 'id',
+  name: 'name',
+  payload: 'payload',
+  headers: 'headers',
+  processedAt: 'processed_at',
+  lockedUntil: 'locked_until',
+});
+const markedColumns = ['id', 'name', 'headers', 'payload'];
+
+/** A schema, no headers, relayed records deleted; names that need quoting elsewhere. */
+const deleting = defineOutbox({ schema: 'app', table: 'events', id: 'record_id', name: 'topic', payload: 'body', lockedUntil: 'leased_until' });
+const deletingColumns = ['record_id', 'topic', 'body'];
+
+function textOf(statements: OutboxStatements) {
+  return {
+    begin: statements.begin.map(statementText),
+    names: statementText(statements.names),
+    claim: claimText(statements.claim),
+    finish: statementText(statements.finish),
+    extend: statementText(statements.extend),
+  };
+}
+
+function claimText(claim: LeaseClaim) {
+  if (claim.kind === 'single') {
+    return {
+      kind: claim.kind,
+      statement: statementText(claim.statement),
+      guard: claim.guarded === undefined ? undefined : statementText(claim.guarded.guard),
+      begin: claim.guarded?.begin.map(statementText),
+    };
+  }
+  return {
+    kind: claim.kind,
+    begin: claim.begin.map(statementText),
+    guard: claim.guard === undefined ? undefined : statementText(claim.guard),
+    select: statementText(claim.select),
+    stamp: statementText(claim.stamp),
+  };
+}
+
+describe('postgres outbox statements', () => {
+  it('claims the first records of a name behind the FIFO guard, and settles the batch by name and token', () => {
+    const begin = [{ name: 'session.begin', sql: 'BEGIN ISOLATION LEVEL READ COMMITTED', params: [] }];
+    expect(textOf(createOutboxStatements(postgres, marked.spec, markedColumns))).toEqual({
+      begin,
+      names: {
+        name: 'outbox.names',
+        sql: 'SELECT "name" FROM "outbox" WHERE "processed_at" IS NULL GROUP BY "name" HAVING COUNT(CASE WHEN "locked_until" > $1 THEN 1 END) = 0 ORDER BY MIN("id") LIMIT $2',
+        params: ['leaseNow', 'limit'],
+      },
+      claim: {
+        kind: 'single',
+        begin,
+        guard: {
+          name: 'fifo.guard',
+          sql: `SELECT pg_try_advisory_xact_lock(hashtextextended('outbox:' || $1::text, 0))::int AS "owned"`,
+          params: ['group'],
+        },
+        statement: {
+          name: 'outbox.claim',
+          sql:
+            'WITH tablequeue_claimed AS (SELECT "id", "name", "headers", "payload" FROM "outbox" WHERE "name" = $1 AND "processed_at" IS NULL ' +
+            'AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "outbox" AS tablequeue_work ' +
+            'WHERE tablequeue_work."name" = $3 AND tablequeue_work."locked_until" > $4) ORDER BY "id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
+            'tablequeue_stamp AS (UPDATE "outbox" AS tablequeue_row SET "locked_until" = $6 FROM tablequeue_claimed ' +
+            'WHERE tablequeue_row."id" = tablequeue_claimed."id") SELECT "id", "name", "headers", "payload" FROM tablequeue_claimed ORDER BY "id"',
+          params: ['group', 'leaseNow', 'group', 'leaseNow', 'limit', 'lockedUntil'],
+        },
+      },
+      finish: {
+        name: 'outbox.finish',
+        sql: 'UPDATE "outbox" SET "processed_at" = $1, "locked_until" = NULL WHERE "name" = $2 AND "locked_until" = $3',
+        params: ['now', 'group', 'held'],
+      },
+      extend: {
+        name: 'outbox.extend',
+        sql: 'UPDATE "outbox" SET "locked_until" = $1 WHERE "name" = $2 AND "locked_until" = $3',
+        params: ['lockedUntil', 'group', 'held'],
+      },
+    });
+  });
+
+  it('deletes relayed records, and names the schema everywhere', () => {
+    const text = textOf(createOutboxStatements(postgres, deleting.spec, deletingColumns));
+    expect(text.names.sql).toBe(
+      'SELECT "topic" FROM "app"."events" GROUP BY "topic" HAVING COUNT(CASE WHEN "leased_until" > $1 THEN 1 END) = 0 ORDER BY MIN("record_id") LIMIT $2',
+    );
+    expect(text.claim).toMatchObject({
+      guard: { sql: `SELECT pg_try_advisory_xact_lock(hashtextextended('app.events:' || $1::text, 0))::int AS "owned"` },
+      statement: {
+        sql:
+          'WITH tablequeue_claimed AS (SELECT "record_id", "topic", "body" FROM "app"."events" WHERE "topic" = $1 ' +
+          'AND ("leased_until" IS NULL OR "leased_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "app"."events" AS tablequeue_work ' +
+          'WHERE tablequeue_work."topic" = $3 AND tablequeue_work."leased_until" > $4) ORDER BY "record_id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
+          'tablequeue_stamp AS (UPDATE "app"."events" AS tablequeue_row SET "leased_until" = $6 FROM tablequeue_claimed ' +
+          'WHERE tablequeue_row."record_id" = tablequeue_claimed."record_id") SELECT "record_id", "topic", "body" FROM tablequeue_claimed ORDER BY "record_id"',
+      },
+    });
+    expect(text.finish).toEqual({
+      name: 'outbox.finish',
+      sql: 'DELETE FROM "app"."events" WHERE "topic" = $1 AND "leased_until" = $2',
+      params: ['group', 'held'],
+    });
+  });
+});
+
+describe('mysql and mariadb outbox statements', () => {
+  it('guard, select the first records with row locks, stamp each; the same text on both', () => {
+    const begin = [
+      { name: 'session.isolation', sql: 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED', params: [] },
+      { name: 'session.begin', sql: 'START TRANSACTION', params: [] },
+    ];
+    for (const dialect of [mysql, mariadb]) {
+      expect(textOf(createOutboxStatements(dialect, marked.spec, markedColumns))).toEqual({
+        begin,
+        names: {
+          name: 'outbox.names',
+          sql: 'SELECT `name` FROM `outbox` WHERE `processed_at` IS NULL GROUP BY `name` HAVING COUNT(CASE WHEN `locked_until` > ? THEN 1 END) = 0 ORDER BY MIN(`id`) LIMIT ?',
+          params: ['leaseNow', 'limit'],
+        },
+        claim: {
+          kind: 'selectThenStamp',
+          begin,
+          guard: {
+            name: 'fifo.guard',
+            sql:
+              'SELECT CAST((SELECT COUNT(*) FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL) = ' +
+              '(SELECT COUNT(*) FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+            params: ['group', 'group'],
+          },
+          select: {
+            name: 'outbox.claim',
+            sql:
+              'SELECT `id`, `name`, `headers`, `payload` FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL ' +
+              'AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `outbox` AS tablequeue_work ' +
+              'WHERE tablequeue_work.`name` = ? AND tablequeue_work.`locked_until` > ?) ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED',
+            params: ['group', 'leaseNow', 'group', 'leaseNow', 'limit'],
+          },
+          stamp: {
+            name: 'outbox.stamp',
+            sql: 'UPDATE `outbox` SET `locked_until` = ? WHERE `id` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?)',
+            params: ['lockedUntil', 'id', 'leaseNow'],
+          },
+        },
+        finish: {
+          name: 'outbox.finish',
+          sql: 'UPDATE `outbox` SET `processed_at` = ?, `locked_until` = NULL WHERE `name` = ? AND `locked_until` = ?',
+          params: ['now', 'group', 'held'],
+        },
+        extend: {
+          name: 'outbox.extend',
+          sql: 'UPDATE `outbox` SET `locked_until` = ? WHERE `name` = ? AND `locked_until` = ?',
+          params: ['lockedUntil', 'group', 'held'],
+        },
+      });
+    }
+  });
+
+  it('counts every record of a name in the guard when relayed records are deleted', () => {
+    for (const dialect of [mysql, mariadb]) {
+      const text = textOf(createOutboxStatements(dialect, deleting.spec, deletingColumns));
+      expect(text.claim).toMatchObject({
+        guard: {
+          sql: 'SELECT CAST((SELECT COUNT(*) FROM `app`.`events` WHERE `topic` = ?) = (SELECT COUNT(*) FROM `app`.`events` WHERE `topic` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+        },
+      });
+      expect(text.finish.sql).toBe('DELETE FROM `app`.`events` WHERE `topic` = ? AND `leased_until` = ?');
+    }
+  });
+});
+
+describe('sqlite outbox statements', () => {
+  it('claims in one statement under the single writer, with no guard', () => {
+    expect(textOf(createOutboxStatements(sqlite, marked.spec, markedColumns))).toEqual({
+      begin: [{ name: 'session.begin', sql: 'BEGIN IMMEDIATE', params: [] }],
+      names: {
+        name: 'outbox.names',
+        sql: 'SELECT `name` FROM `outbox` WHERE `processed_at` IS NULL GROUP BY `name` HAVING COUNT(CASE WHEN `locked_until` > ? THEN 1 END) = 0 ORDER BY MIN(`id`) LIMIT ?',
+        params: ['leaseNow', 'limit'],
+      },
+      claim: {
+        kind: 'single',
+        begin: undefined,
+        guard: undefined,
+        statement: {
+          name: 'outbox.claim',
+          sql:
+            'UPDATE `outbox` SET `locked_until` = ? WHERE `id` IN (SELECT `id` FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL ' +
+            'AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `outbox` AS tablequeue_work ' +
+            'WHERE tablequeue_work.`name` = ? AND tablequeue_work.`locked_until` > ?) ORDER BY `id` LIMIT ?) RETURNING `id`, `name`, `headers`, `payload`',
+          params: ['lockedUntil', 'group', 'leaseNow', 'group', 'leaseNow', 'limit'],
+        },
+      },
+      finish: {
+        name: 'outbox.finish',
+        sql: 'UPDATE `outbox` SET `processed_at` = ?, `locked_until` = NULL WHERE `name` = ? AND `locked_until` = ?',
+        params: ['now', 'group', 'held'],
+      },
+      extend: {
+        name: 'outbox.extend',
+        sql: 'UPDATE `outbox` SET `locked_until` = ? WHERE `name` = ? AND `locked_until` = ?',
+        params: ['lockedUntil', 'group', 'held'],
+      },
+    });
+  });
+
+  it('deletes relayed records', () => {
+    const text = textOf(createOutboxStatements(sqlite, deleting.spec, deletingColumns));
+    expect(text.finish.sql).toBe('DELETE FROM `app`.`events` WHERE `topic` = ? AND `leased_until` = ?');
+    expect(text.claim).toMatchObject({
+      statement: {
+        sql:
+          'UPDATE `app`.`events` SET `leased_until` = ? WHERE `record_id` IN (SELECT `record_id` FROM `app`.`events` WHERE `topic` = ? ' +
+          'AND (`leased_until` IS NULL OR `leased_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `app`.`events` AS tablequeue_work ' +
+          'WHERE tablequeue_work.`topic` = ? AND tablequeue_work.`leased_until` > ?) ORDER BY `record_id` LIMIT ?) RETURNING `record_id`, `topic`, `body`',
+      },
+    });
+  });
+});
+
+describe('outbox statements refuse a table that is not an outbox', () => {
+  it('needs a FIFO name, a lease column and generated ids', () => {
+    const queue = createTableSpec({ table: 'jobs', id: 'id', group: 'queue', lockedUntil: 'locked_until', payload: 'payload' });
+    expect(() => createOutboxStatements(postgres, queue, ['id'])).toThrow(/is not an outbox table/);
+  });
+});
+
+describe('outbox createTableSql', () => {
+  it('renders the table and the (name, id) index of unprocessed records on every database', () => {
+    expect(marked.createTableSql('postgres')).toEqual([
+      'CREATE TABLE "outbox" (\n  "id" BIGSERIAL PRIMARY KEY,\n  "name" TEXT NOT NULL,\n  "processed_at" TIMESTAMPTZ NULL,\n  "locked_until" TIMESTAMPTZ NULL,\n  "headers" JSONB NULL,\n  "payload" BYTEA NOT NULL\n)',
+      'CREATE INDEX "outbox_claim_order" ON "outbox" ("name", "id") WHERE "processed_at" IS NULL',
+    ]);
+    for (const dialect of ['mysql', 'mariadb'] as const) {
+      expect(marked.createTableSql(dialect)).toEqual([
+        'CREATE TABLE `outbox` (\n  `id` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n  `name` VARCHAR(255) NOT NULL,\n  `processed_at` DATETIME(6) NULL,\n  `locked_until` DATETIME NULL,\n  `headers` JSON NULL,\n  `payload` LONGBLOB NOT NULL\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+        'CREATE INDEX `outbox_claim_order` ON `outbox` (`name`, `processed_at`, `id`)',
+      ]);
+    }
+    expect(marked.createTableSql('sqlite')).toEqual([
+      'CREATE TABLE `outbox` (\n  `id` INTEGER PRIMARY KEY AUTOINCREMENT,\n  `name` TEXT NOT NULL,\n  `processed_at` TEXT,\n  `locked_until` TEXT,\n  `headers` TEXT,\n  `payload` BLOB NOT NULL\n)',
+      'CREATE INDEX `outbox_claim_order` ON `outbox` (`name`, `id`) WHERE `processed_at` IS NULL',
+    ]);
+  });
+});

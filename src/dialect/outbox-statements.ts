@@ -1,0 +1,167 @@
+/**
+ * The outbox relay's statements. An outbox table is a lease table whose FIFO group is the record
+ * name, so the relay keeps the FIFO rules across replicas: a name's records go out in id order,
+ * and while any record of a name holds a live lease no other claim takes a record of it. The
+ * dialect's own FIFO group guard and begin run around the claim; what differs from a queue's
+ * FIFO claim is written here: the claim takes a name's first `limit` records instead of its head
+ * alone, the names query finds the names to claim, and the settlements name a whole batch by its
+ * name and token (every record of one claim carries the same expiry).
+ */
+import type { Statement } from '../statement.js';
+import type { TableSpec } from '../table/table-spec.js';
+import { claimConditions, claimOrder, columnList, leaseIsFree, noRowOfGroupInWork, requireLeaseColumn, tableOf, whereAll } from './claim-clauses.js';
+import type { Dialect, LeaseClaim, TableColumns } from './dialect.js';
+import { leaseStampAssignments } from './portable-statements.js';
+import {
+  BACKTICK_STYLE,
+  DOUBLE_QUOTE_STYLE,
+  identifier,
+  joinSql,
+  param,
+  renderStatement,
+  sql,
+  type SqlStyle,
+  type SqlText,
+} from './quoting.js';
+
+export interface OutboxStatements {
+  /**
+   * Opens the relay's transactions (a claim, a send into the same database): READ COMMITTED on
+   * Postgres and MySQL whatever the server's default, so a claim sees what committed before its
+   * guard; SQLite's default begin mode.
+   */
+  readonly begin: Statement[];
+  /**
+   * Names with unprocessed records and no record in work, the longest waiting first (params
+   * `leaseNow`, `limit`); one column, the name column.
+   */
+  readonly names: Statement;
+  /**
+   * A name's first records in id order, leased with one expiry (params `group` for the name,
+   * `leaseNow`, `limit`, `lockedUntil`; MySQL's stamp `id` per row). Run like a FIFO lease claim:
+   * begin, the dialect's group guard (none on SQLite), the claim, commit.
+   */
+  readonly claim: LeaseClaim;
+  /** Marks processed (`now`) or deletes every record of the name that carries the token (`group`, `held`). */
+  readonly finish: Statement;
+  /**
+   * Moves the lease of every record of the name that carries the token (`group`, `held`) to
+   * `lockedUntil`: a renewal while a send runs, or the wait after a failed send.
+   */
+  readonly extend: Statement;
+}
+
+/**
+ * The statements for one outbox table, whose spec declares the name as a FIFO group, a lease
+ * column and generated ids. `columns` are the ones the claim returns.
+ */
+export function createOutboxStatements(dialect: Dialect, spec: TableSpec, columns: TableColumns): OutboxStatements {
+  requireOutboxSpec(spec);
+  const style = dialect.name === 'postgres' ? DOUBLE_QUOTE_STYLE : BACKTICK_STYLE;
+  const begin = dialect.session.begin({ isolation: dialect.name === 'sqlite' ? undefined : 'read committed' });
+  return Object.freeze({
+    begin,
+    names: renderNames(style, spec),
+    claim: renderClaim(dialect, begin, style, spec, columns),
+    finish: renderFinish(style, spec),
+    extend: renderExtend(style, spec),
+  });
+}
+
+function requireOutboxSpec(spec: TableSpec): void {
+  if (spec.group?.fifo !== true || spec.lockedUntil === undefined || !spec.id.generated) {
+    throw new TypeError(`table "${spec.qualifiedName}" is not an outbox table: it needs a FIFO name, a lease column and generated ids`);
+  }
+}
+
+function renderNames(style: SqlStyle, spec: TableSpec): Statement {
+  const name = identifier(spec.group!.column);
+  const lockedUntil = identifier(requireLeaseColumn(spec));
+  const where = spec.processedAt === undefined ? sql`` : sql` WHERE ${identifier(spec.processedAt)} IS NULL`;
+  return renderStatement(
+    style,
+    'outbox.names',
+    sql`SELECT ${name} FROM ${tableOf(spec)}${where} GROUP BY ${name} HAVING COUNT(CASE WHEN ${lockedUntil} > ${param('leaseNow')} THEN 1 END) = 0 ORDER BY MIN(${identifier(spec.id.column)}) LIMIT ${param('limit')}`,
+  );
+}
+
+/**
+ * Unprocessed, lease free, of the name, and no record of the name in work. Once the group guard
+ * is held no other claim runs on the name, so these are the name's first records, in id order.
+ */
+function batchConditions(spec: TableSpec): SqlText {
+  return whereAll([...claimConditions(spec, 'lease'), noRowOfGroupInWork(spec)]);
+}
+
+/** The first records of the name, locked; the guard already holds the name, so nothing is skipped but rows other writers lock. */
+function batchSelect(spec: TableSpec, selected: SqlText): SqlText {
+  return sql`SELECT ${selected} FROM ${tableOf(spec)}${batchConditions(spec)} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
+}
+
+function renderClaim(dialect: Dialect, begin: Statement[], style: SqlStyle, spec: TableSpec, columns: TableColumns): LeaseClaim {
+  const guard = dialect.fifo.guard(spec);
+  switch (dialect.name) {
+    case 'postgres': {
+      const statement = renderPostgresClaim(style, spec, columns);
+      return guard === undefined ? { kind: 'single', statement } : { kind: 'single', statement, guarded: { begin, guard } };
+    }
+    case 'mysql': {
+      const select = renderStatement(style, 'outbox.claim', sql`${batchSelect(spec, columnList(columns))} FOR UPDATE SKIP LOCKED`);
+      const stamp = renderStatement(
+        style,
+        'outbox.stamp',
+        sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} = ${param('id')} AND ${leaseIsFree(spec)}`,
+      );
+      return guard === undefined ? { kind: 'selectThenStamp', begin, select, stamp } : { kind: 'selectThenStamp', begin, guard, select, stamp };
+    }
+    case 'sqlite':
+      // One statement under the single writer: no other claim can run between its read and write.
+      return { kind: 'single', statement: renderSqliteClaim(style, spec, columns) };
+  }
+}
+
+/** As the lease claim: the first CTE locks the records, the second stamps them, the SELECT returns them in order. */
+function renderPostgresClaim(style: SqlStyle, spec: TableSpec, columns: TableColumns): Statement {
+  const id = identifier(spec.id.column);
+  const claimed = sql`${batchSelect(spec, columnList(columns))} FOR UPDATE SKIP LOCKED`;
+  const stamp = sql`UPDATE ${tableOf(spec)} AS tablequeue_row SET ${leaseStampAssignments(spec)} FROM tablequeue_claimed WHERE tablequeue_row.${id} = tablequeue_claimed.${id}`;
+  return renderStatement(
+    style,
+    'outbox.claim',
+    sql`WITH tablequeue_claimed AS (${claimed}), tablequeue_stamp AS (${stamp}) SELECT ${columnList(columns)} FROM tablequeue_claimed ORDER BY ${claimOrder(spec)}`,
+  );
+}
+
+/** RETURNING reports the rows in no particular order; the relay sorts them by id. */
+function renderSqliteClaim(style: SqlStyle, spec: TableSpec, columns: TableColumns): Statement {
+  const id = identifier(spec.id.column);
+  return renderStatement(
+    style,
+    'outbox.claim',
+    sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${id} IN (${batchSelect(spec, id)}) RETURNING ${columnList(columns)}`,
+  );
+}
+
+/** The records of the name under the token: exactly the ones one claim took and still holds. */
+function heldBatch(spec: TableSpec): SqlText {
+  return sql`${identifier(spec.group!.column)} = ${param('group')} AND ${identifier(requireLeaseColumn(spec))} = ${param('held')}`;
+}
+
+function renderFinish(style: SqlStyle, spec: TableSpec): Statement {
+  if (spec.processedAt === undefined) {
+    return renderStatement(style, 'outbox.finish', sql`DELETE FROM ${tableOf(spec)} WHERE ${heldBatch(spec)}`);
+  }
+  const assignments = joinSql(
+    [sql`${identifier(spec.processedAt)} = ${param('now')}`, sql`${identifier(requireLeaseColumn(spec))} = NULL`],
+    ', ',
+  );
+  return renderStatement(style, 'outbox.finish', sql`UPDATE ${tableOf(spec)} SET ${assignments} WHERE ${heldBatch(spec)}`);
+}
+
+function renderExtend(style: SqlStyle, spec: TableSpec): Statement {
+  return renderStatement(
+    style,
+    'outbox.extend',
+    sql`UPDATE ${tableOf(spec)} SET ${identifier(requireLeaseColumn(spec))} = ${param('lockedUntil')} WHERE ${heldBatch(spec)}`,
+  );
+}

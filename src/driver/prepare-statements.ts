@@ -1,0 +1,47 @@
+import { SchemaError, StatementError } from '../errors.js';
+import { bindStatement, type Statement } from '../statement.js';
+import type { Driver } from './driver.js';
+
+/** What the statements serve, for the message: `table "jobs"`, `outbox "app.outbox"`. */
+export interface PreparedFor {
+  readonly kind: 'table' | 'outbox';
+  readonly table: string;
+}
+
+/**
+ * A statement the server refused while preparing or probing means the table is not what the
+ * declaration says: a `SchemaError` naming the table and the statement. Other failures pass as they are.
+ */
+export function schemaErrorOf(preparedFor: PreparedFor, statement: Statement, error: unknown): unknown {
+  if (!(error instanceof StatementError)) return error;
+  const { kind, table } = preparedFor;
+  const reason = error.cause instanceof Error ? error.cause.message : error.message;
+  return new SchemaError({
+    table,
+    statement: statement.name,
+    message: `${kind} "${table}": statement "${statement.name}" does not prepare on ${error.database} (${reason}); create the table with createTableSql() or fix its columns`,
+    cause: error,
+  });
+}
+
+/**
+ * Prepares every statement on one pooled connection at start, so a missing table or column fails
+ * `start()` instead of the first claim. A connection that saw a failure is destroyed, not reused.
+ */
+export async function prepareStatements(driver: Driver, statements: readonly Statement[], preparedFor: PreparedFor): Promise<void> {
+  const connection = await driver.acquire();
+  try {
+    for (const statement of statements) {
+      const placeholders = Object.fromEntries(statement.params.map((param) => [param, null]));
+      try {
+        await connection.prepare(bindStatement(statement, placeholders));
+      } catch (error) {
+        throw schemaErrorOf(preparedFor, statement, error);
+      }
+    }
+    connection.release();
+  } catch (error) {
+    connection.destroy();
+    throw error;
+  }
+}

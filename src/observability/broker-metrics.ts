@@ -1,0 +1,180 @@
+import type { Queue } from '../definition/define-table.js';
+import type { PoolStats } from '../driver/driver.js';
+import type { Counter, Gauge, Histogram, MetricFamily } from './metric-registry.js';
+import { MetricRegistry } from './metric-registry.js';
+
+/** Handler durations: 5 ms to a minute; longer handlers land in `+Inf`. */
+export const HANDLER_DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * Publish to handler start: 1 ms (a wake-up in the same process) to five minutes (a queue
+ * falling behind); a poll across processes lands around the poll interval, 1 s by default.
+ */
+export const PUBLISH_TO_HANDLER_BUCKETS_SECONDS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300,
+];
+
+/**
+ * What became of a claimed message: the settlement that took effect (a handler that threw is
+ * settled as `retryAfter`, or `retry` without a retryAfter column), or why none did: the lease
+ * was gone (`leaseLost`) or the settlement's statement failed (`failed`).
+ */
+export type SettledOutcome = 'ack' | 'drop' | 'retry' | 'retryAfter' | 'deadLetter' | 'leaseLost' | 'failed';
+
+const SETTLED_OUTCOMES: readonly SettledOutcome[] = ['ack', 'drop', 'retry', 'retryAfter', 'deadLetter', 'leaseLost', 'failed'];
+
+/** The subscription's own counts (its `stats()`), copied into metrics when they are read. */
+export interface SubscriptionCounts {
+  readonly claims: number;
+  readonly emptyClaims: number;
+  readonly failedClaims: number;
+  readonly deadlocksRetried: number;
+  readonly leaseRenewals: number;
+  readonly leasesLost: number;
+  readonly handlerErrors: number;
+  readonly decodeFailures: number;
+  readonly inWork: number;
+  readonly connectionsHeld: number;
+}
+
+export interface SubscriptionLabels {
+  /** The table's qualified name. */
+  readonly table: string;
+  /** The group, or empty text on a table without groups. */
+  readonly queue: string;
+}
+
+const LABELS = ['table', 'queue'];
+
+/** The counts copied into counters; the other two go into gauges. */
+type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld'>;
+
+/** The per-subscription series counted on the delivery path, resolved once when it opens. */
+export class SubscriptionMetrics {
+  readonly handlerSeconds: Histogram;
+  readonly publishToHandlerSeconds: Histogram;
+  readonly #settled: Readonly<Record<SettledOutcome, Counter>>;
+
+  constructor(series: {
+    handlerSeconds: Histogram;
+    publishToHandlerSeconds: Histogram;
+    settled: Readonly<Record<SettledOutcome, Counter>>;
+  }) {
+    this.handlerSeconds = series.handlerSeconds;
+    this.publishToHandlerSeconds = series.publishToHandlerSeconds;
+    this.#settled = series.settled;
+  }
+
+  countSettled(outcome: SettledOutcome): void {
+    this.#settled[outcome].inc();
+  }
+}
+
+/**
+ * The broker's metrics. Counts the subscription already keeps (claims, leases, deadlocks) are
+ * copied from its stats when metrics are read, so they cost nothing per message; outcomes,
+ * durations, latencies and publishes are counted where they happen, on series resolved once.
+ */
+export class BrokerMetrics {
+  readonly #registry = new MetricRegistry();
+  readonly #published: MetricFamily<Counter>;
+  readonly #publishedByQueue = new WeakMap<Queue<unknown>, Counter>();
+  readonly #handled: MetricFamily<Counter>;
+  readonly #handlerSeconds: MetricFamily<Histogram>;
+  readonly #publishToHandlerSeconds: MetricFamily<Histogram>;
+  readonly #copied: Record<CopiedCount, MetricFamily<Counter>>;
+  readonly #inWork: MetricFamily<Gauge>;
+  readonly #subscriptionConnections: MetricFamily<Gauge>;
+
+  constructor(poolStats: () => PoolStats | undefined) {
+    const registry = this.#registry;
+    const counter = (name: string, help: string, labelNames = LABELS) => registry.counter({ name, help, labelNames });
+    this.#published = counter('tablequeue_messages_published_total', 'Messages written by publish and publishMany (with tx: written, whether or not the transaction commits).');
+    this.#copied = {
+      claims: counter('tablequeue_claims_total', 'Claim statements run, including those that took nothing or failed.'),
+      emptyClaims: counter('tablequeue_empty_claims_total', 'Claims that found no row to take.'),
+      failedClaims: counter('tablequeue_claim_errors_total', 'Claims that failed and were reported (the next claim waits a second).'),
+      deadlocksRetried: counter('tablequeue_deadlocks_retried_total', 'Claims that met a deadlock or lock wait timeout and were retried at once.'),
+      handlerErrors: counter('tablequeue_handler_errors_total', 'Handler calls that threw.'),
+      decodeFailures: counter('tablequeue_decode_failures_total', 'Claimed rows whose payload or headers did not decode.'),
+      leaseRenewals: counter('tablequeue_leases_renewed_total', 'Lease renewals that held.'),
+      leasesLost: counter('tablequeue_leases_lost_total', 'Lease renewals that found the lease gone.'),
+    };
+    this.#handled = counter(
+      'tablequeue_messages_handled_total',
+      'Claimed messages by what became of them: the settlement that took effect, leaseLost, or failed (the settlement did not run).',
+      [...LABELS, 'outcome'],
+    );
+    this.#handlerSeconds = registry.histogram({
+      name: 'tablequeue_handler_duration_seconds',
+      help: 'Seconds each handler call took (one call per message, or per batch).',
+      labelNames: LABELS,
+      buckets: HANDLER_DURATION_BUCKETS_SECONDS,
+    });
+    this.#publishToHandlerSeconds = registry.histogram({
+      name: 'tablequeue_publish_to_handler_seconds',
+      help: 'Seconds from a row being due (its publish time, without a delay) to its handler starting; first attempts on tables with retryAfter and attempt columns.',
+      labelNames: LABELS,
+      buckets: PUBLISH_TO_HANDLER_BUCKETS_SECONDS,
+    });
+    this.#inWork = registry.gauge({ name: 'tablequeue_deliveries_in_work', help: 'Deliveries whose handlers run now.', labelNames: LABELS });
+    this.#subscriptionConnections = registry.gauge({
+      name: 'tablequeue_subscription_held_connections',
+      help: 'Connections the subscription holds now: claims running and deliveries that hold one.',
+      labelNames: LABELS,
+    });
+    const gauge = (name: string, help: string) => registry.gauge({ name, help }).labels();
+    const pool = {
+      size: gauge('tablequeue_pool_size_connections', 'The most connections the pool opens.'),
+      held: gauge('tablequeue_pool_held_connections', 'Connections this broker holds now.'),
+      idle: gauge('tablequeue_pool_idle_connections', 'Connections open and idle in the pool.'),
+      maxHeld: gauge('tablequeue_pool_max_held_connections', 'The most connections this broker held at once.'),
+    };
+    registry.addCollector(() => {
+      const stats = poolStats();
+      pool.size.set(stats?.size ?? 0);
+      pool.held.set(stats?.held ?? 0);
+      pool.idle.set(stats?.idle ?? 0);
+      pool.maxHeld.set(stats?.maxHeld ?? 0);
+    });
+  }
+
+  /** Counts rows written to `queue`; the queue's series is looked up once per Queue object. */
+  countPublished(queue: Queue<unknown>, count: number): void {
+    let series = this.#publishedByQueue.get(queue);
+    if (series === undefined) {
+      series = this.#published.labels(queue.table.spec.qualifiedName, queue.group ?? '');
+      this.#publishedByQueue.set(queue, series);
+    }
+    series.inc(count);
+  }
+
+  /** Resolves a subscription's series and copies its counts in whenever metrics are read. */
+  forSubscription(labels: SubscriptionLabels, counts: () => SubscriptionCounts): SubscriptionMetrics {
+    const values = [labels.table, labels.queue];
+    const copied = Object.entries(this.#copied).map(([key, family]) => ({
+      key: key as CopiedCount,
+      series: family.labels(...values),
+    }));
+    const inWork = this.#inWork.labels(...values);
+    const connections = this.#subscriptionConnections.labels(...values);
+    this.#registry.addCollector(() => {
+      const now = counts();
+      for (const { key, series } of copied) series.setTotal(now[key]);
+      inWork.set(now.inWork);
+      connections.set(now.connectionsHeld);
+    });
+    const settled = Object.fromEntries(
+      SETTLED_OUTCOMES.map((outcome) => [outcome, this.#handled.labels(...values, outcome)]),
+    ) as Record<SettledOutcome, Counter>;
+    return new SubscriptionMetrics({
+      handlerSeconds: this.#handlerSeconds.labels(...values),
+      publishToHandlerSeconds: this.#publishToHandlerSeconds.labels(...values),
+      settled,
+    });
+  }
+
+  render(): string {
+    return this.#registry.render();
+  }
+}

@@ -1,0 +1,48 @@
+import type * as amqplib from 'amqplib';
+import { describe, expect, it } from 'vitest';
+import { ConnectionError, DeclarationError } from '../../errors.js';
+import type { AmqplibModuleLike } from './amqplib-like.js';
+import { loadAmqplib, RabbitMqDestination } from './rabbitmq-destination.js';
+
+// The structural types must keep describing the package the destination loads.
+type AmqplibFitsItsStructuralType = typeof amqplib extends AmqplibModuleLike ? true : false;
+const amqplibFitsItsStructuralType: AmqplibFitsItsStructuralType = true;
+
+describe('RabbitMqDestination options', () => {
+  it('describes itself without credentials', () => {
+    const destination = new RabbitMqDestination({ url: 'amqp://guest:secret@mq.internal:5673/vhost', exchange: 'events' });
+    expect(destination.description).toBe('rabbitmq exchange "events" at mq.internal:5673');
+  });
+
+  it.each([
+    [{ url: 'not a url', exchange: 'events' }, /needs a url like/],
+    [{ url: 'http://h:5672', exchange: 'events' }, /must start with amqp:\/\/ or amqps:\/\//],
+    [{ url: 'amqp://h', exchange: '', assertExchange: { type: 'topic' as const } }, /default exchange \(""\) cannot be declared/],
+    [{ url: 'amqp://h', exchange: 'events', confirmTimeoutMs: 1.5 }, /confirmTimeoutMs must be a positive whole number/],
+  ])('refuses %j', (options, message) => {
+    expect(() => new RabbitMqDestination(options)).toThrowError(DeclarationError);
+    expect(() => new RabbitMqDestination(options)).toThrowError(message);
+  });
+
+  it('refuses to send before it is opened', async () => {
+    const destination = new RabbitMqDestination({ url: 'amqp://h', exchange: 'events' });
+    const send = destination.send([{ id: '1', name: 'a', payload: Buffer.from('x'), headers: {} }]);
+    await expect(send).rejects.toThrowError(ConnectionError);
+    await destination.close();
+  });
+});
+
+describe('loadAmqplib', () => {
+  it('says how to install amqplib when it is missing', async () => {
+    const failure = loadAmqplib(() => import('tq-no-such-package' as string));
+    await expect(failure).rejects.toThrowError(DeclarationError);
+    await expect(failure).rejects.toThrowError(
+      'the rabbitmq destination needs the "amqplib" package, but it is not installed: npm install amqplib',
+    );
+  });
+
+  it('loads the installed package', async () => {
+    expect(typeof (await loadAmqplib()).connect).toBe('function');
+    expect(amqplibFitsItsStructuralType).toBe(true);
+  });
+});
