@@ -37,7 +37,7 @@ Peers: pg-boss, graphile-worker and BullMQ on PostgreSQL, plainjob on SQLite.
   --only LIST           what to run: drain, publish, memory; service, raw, peer; or contender
                         names such as service.lease, raw.leaseBatch, peer.bullmq (default all)
   --publish-one N       rows published one at a time per publish run (default 2000)
-  --memory-rows N       rows of the memory drain (default 200000; the issue's figure is 1000000)
+  --memory-rows N       rows of the memory drain (default 200000; the flatness check is meant for 1000000)
   --memory-workers N    workers of the memory drain (default 16)
   --timeout-seconds N   each run ends by itself after this long (default 300)
   --output FILE         results as JSON (default bench/results/suite.json)
@@ -171,7 +171,7 @@ export async function runSuiteCommand(argv: string[]): Promise<number> {
 }
 
 /**
- * Without `--workers`, the points the issue's aims name: 16 workers on the servers, 4 on SQLite.
+ * Without `--workers`, the points the performance aims name: 16 workers on the servers, 4 on SQLite.
  * A full default run then takes about 20 minutes here; every worker count added to the servers
  * adds about as much again.
  */

@@ -90,7 +90,7 @@ export function peerInserts(results: SuiteResults, database: BenchDatabaseName):
   return [...byPeer.values()].filter((entry) => entry.rates.length > 0).map((entry) => ({ label: entry.label, rowsPerSecond: middle(entry.rates) }));
 }
 
-/** One of the aims, as this run measured it. */
+/** One of the performance aims, as this run measured it. */
 export interface AimRow {
   readonly aim: string;
   readonly measured: string;
@@ -103,7 +103,7 @@ export interface AimRow {
 
 const PER_JOB_PEERS = ['peer.graphileWorker', 'peer.pgBossBatch', 'peer.bullmq'];
 
-/** The aims, each as a ratio of two medians of this run (or, for publishMany, a rate). */
+/** The performance aims, each as a ratio of two medians of this run (or, for publishMany, a rate). */
 export function aimRows(results: SuiteResults): AimRow[] {
   const find = (database: BenchDatabaseName, workers: number, contender: string) =>
     results.drains.find((point) => point.database === database && point.workers === workers && point.contender === contender);

@@ -170,6 +170,37 @@ export function coalescingSuite(context: SuiteContext): void {
       expect(await countRows(context.db, 'jobs')).toBe(0);
     });
 
+    it('a worker takes its next message while its last settlement waits in the window', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const queue = table.queue<{ n: number }>('emails');
+      const broker: Broker = createBroker(context.db, context.brokers, { leaseMs: 60_000, stopTimeoutMs: 30_000 });
+      const started = new Collector<number>();
+      const releaseHolder = createDeferred();
+      // Two workers: message 0 holds one of them, so the window (far longer than the test) is not
+      // sent when message 1 settles; the other worker must still go on to message 2.
+      broker.subscribe(
+        queue,
+        async (message) => {
+          started.push(message.payload.n);
+          if (message.payload.n === 0) await releaseHolder.promise;
+        },
+        { workers: 2, settlementWindowMs: 600_000 },
+      );
+      await broker.start();
+      await broker.publish(queue, { n: 0 });
+      await started.waitFor(1);
+      await broker.publishMany(queue, [1, 2].map((n) => ({ payload: { n } })));
+      await started.waitFor(3);
+      // Message 1's ack is still waiting in the window: its row is there, leased.
+      expect(await countRows(context.db, 'jobs')).toBe(3);
+      const stopping = broker.stop();
+      releaseHolder.resolve();
+      await stopping;
+      expect(broker.stats().subscriptions[0]!.acked).toBe(3);
+      expect(await countRows(context.db, 'jobs')).toBe(0);
+    });
+
     it('coalesceSettlements: false settles each delivery on its own', async () => {
       const table = jobsTable({ form: 'lease' });
       await createTable(stand, context.db, table);

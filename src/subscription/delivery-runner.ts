@@ -50,6 +50,13 @@ export interface DeliveryRunnerOptions {
   readonly observer: SubscriptionObserver;
   readonly onError: (error: unknown, detail: { subscription: string; messageId: string; phase: string }) => void;
   readonly onWarning: (message: string) => void;
+  /**
+   * The form coalesces settlements: a unit is done once its settlements are handed over, so its
+   * worker claims again while they wait for their window and statement; `settled()` waits for
+   * them and `onSettled` runs after each unit's settlements end (rows they free may be claimable).
+   */
+  readonly isDoneAtHandover: boolean;
+  readonly onSettled: () => void;
 }
 
 /** What a decode or a handler threw; a dead letter records it as the row's last error. */
@@ -77,6 +84,7 @@ export class DeliveryRunner {
   };
   readonly #options: DeliveryRunnerOptions;
   readonly #inFlight = new Set<HeldRow>();
+  readonly #settling = new Set<Promise<void>>();
   readonly #abandoned = new WeakSet<HeldRow>();
   #hasWarnedRetryAfter = false;
   #hasWarnedBatchLength = false;
@@ -87,11 +95,25 @@ export class DeliveryRunner {
 
   async run(unit: DeliveryUnit, slot: number): Promise<void> {
     for (const row of unit) this.#inFlight.add(row);
+    let handedOver: { readonly settlements: Promise<void> };
     try {
-      await this.#run(unit, slot);
+      handedOver = await this.#run(unit, slot);
+      if (!this.#options.isDoneAtHandover) await handedOver.settlements;
     } finally {
       for (const row of unit) this.#inFlight.delete(row);
     }
+    if (this.#options.isDoneAtHandover) {
+      // With coalescing on, waiting here for the window and the statement idled each of 16
+      // workers for about 2 ms per message and held the lease form at 9,000 msg/s on Postgres.
+      const settling = handedOver.settlements.then(this.#options.onSettled);
+      this.#settling.add(settling);
+      void settling.finally(() => this.#settling.delete(settling));
+    }
+  }
+
+  /** Resolves when every settlement handed over so far has ended. */
+  async settled(): Promise<void> {
+    while (this.#settling.size > 0) await Promise.all([...this.#settling]);
   }
 
   /**
@@ -113,7 +135,8 @@ export class DeliveryRunner {
     );
   }
 
-  async #run(unit: DeliveryUnit, slot: number): Promise<void> {
+  /** Decodes, calls the handler and starts the settlements; `settlements` is their end, which never rejects. */
+  async #run(unit: DeliveryUnit, slot: number): Promise<{ readonly settlements: Promise<void> }> {
     const { subscription, onError } = this.#options;
     const decoded: { row: HeldRow; message: Message<unknown> }[] = [];
     const settlements: Promise<void>[] = [];
@@ -134,7 +157,7 @@ export class DeliveryRunner {
       this.counters.handled += decoded.length;
       decoded.forEach((item, index) => settlements.push(this.#settle(item.row, outcomes[index]!, span, failure)));
     }
-    await Promise.all(settlements);
+    return { settlements: Promise.all(settlements).then(() => undefined) };
   }
 
   /**

@@ -185,6 +185,11 @@ export class Subscription {
       observer,
       onError: (error, detail) => runtime.onError(error, detail),
       onWarning: runtime.onWarning,
+      // Order promises need the settlement first: the next head of a FIFO group, and the next
+      // row of a key, must not start before the row ahead of it is settled.
+      isDoneAtHandover:
+        form instanceof LeaseForm && this.#options.coalesceSettlements && !transactional && spec.group?.fifo !== true && !isKeyed,
+      onSettled: () => this.#loop?.onWorkerIdle(),
     });
     const runner = this.#runner;
     const run: RunUnit = (unit, slot) => runner.run(unit, slot);
@@ -234,6 +239,7 @@ export class Subscription {
         if (!(await settlesWithin(drained, STOP_ABANDON_GRACE_MS))) await this.#runner?.abandonAll();
       }
     }
+    await this.#runner?.settled();
     this.#form?.close();
     await this.#threads?.close();
   }
