@@ -155,7 +155,8 @@ async function runOnce(options: {
   }
 }
 
-function failedRun(round: number, error: unknown): RunRecord {
+/** A run that failed: no figures, the error kept as its failure. */
+export function failedRun(round: number, error: unknown): RunRecord {
   const message = error instanceof Error ? error.message : String(error);
   return {
     round,

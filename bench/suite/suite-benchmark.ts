@@ -6,6 +6,7 @@ import {
   type BenchServers,
 } from '../bench-database.js';
 import type { DrainMeasurement } from '../partitioning/drain-watch.js';
+import { failedRun } from '../partitioning/partitioning-benchmark.js';
 import { median, spread } from '../statistics.js';
 import type { Contender, ContenderKind } from './contender.js';
 import { measureMemoryWhileDraining, type MemoryResult, type MemorySettings } from './memory-drain.js';
@@ -247,25 +248,7 @@ async function publishOnce(options: {
 }
 
 function failedDrain(round: number, error: unknown): DrainRecord {
-  const message = error instanceof Error ? error.message : String(error);
-  return {
-    round,
-    handled: 0,
-    seconds: 0,
-    messagesPerSecond: 0,
-    cpuMicrosecondsPerMessage: 0,
-    claims: 0,
-    emptyClaims: 0,
-    maxConnectionsHeld: 0,
-    errors: 1,
-    firstError: message,
-    isCut: true,
-    remaining: undefined,
-    isValid: false,
-    failure: message,
-    loadAverage: loadavg()[0]!,
-    insertRowsPerSecond: undefined,
-  };
+  return { ...failedRun(round, error), insertRowsPerSecond: undefined };
 }
 
 function summarize(values: readonly number[]): Summary {

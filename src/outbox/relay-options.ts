@@ -1,4 +1,5 @@
 import { DeclarationError } from '../errors.js';
+import { positiveInteger, positiveNumber } from '../option-checks.js';
 
 export interface RelayOptions {
   /** Records of one name per send. Default 100. */
@@ -54,18 +55,4 @@ export function resolveRelayOptions(
     leaseMs: positiveNumber(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where),
     retryBackoff: Object.freeze({ initialMs, maxMs }),
   });
-}
-
-function positiveInteger(value: unknown, name: string, where: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new DeclarationError(`${where}: ${name} must be a whole number of at least 1, got ${String(value)}`);
-  }
-  return value;
-}
-
-function positiveNumber(value: unknown, name: string, where: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new DeclarationError(`${where}: ${name} must be a number of milliseconds above 0, got ${String(value)}`);
-  }
-  return value;
 }

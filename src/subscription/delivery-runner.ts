@@ -103,8 +103,9 @@ export class DeliveryRunner {
       for (const row of unit) this.#inFlight.delete(row);
     }
     if (this.#options.isDoneAtHandover) {
-      // With coalescing on, waiting here for the window and the statement idled each of 16
-      // workers for about 2 ms per message and held the lease form at 9,000 msg/s on Postgres.
+      // Waiting here for the window and the statement idles the worker for about 2 ms per
+      // message: on Postgres with 16 workers, six drains of 20,000 gave a median of 10,400 msg/s
+      // waiting and 11,500 msg/s without the wait.
       const settling = handedOver.settlements.then(this.#options.onSettled);
       this.#settling.add(settling);
       void settling.finally(() => this.#settling.delete(settling));

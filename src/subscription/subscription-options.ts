@@ -5,6 +5,7 @@ import type { Queue } from '../definition/define-table.js';
 import type { PublishOptions } from '../publish/publish-options.js';
 import { DeclarationError } from '../errors.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
+import { positiveInteger, positiveNumber } from '../option-checks.js';
 
 /** What a handler may use besides its message. */
 export interface HandlerContext {
@@ -257,18 +258,4 @@ function resolveThreadOptions(
 
 export function isStandardSchema(value: unknown): value is StandardSchemaV1<unknown, unknown> {
   return typeof value === 'object' && value !== null && '~standard' in value;
-}
-
-function positiveInteger(value: unknown, name: string, where: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new DeclarationError(`${where}: ${name} must be a whole number of at least 1, got ${String(value)}`);
-  }
-  return value;
-}
-
-function positiveNumber(value: unknown, name: string, where: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new DeclarationError(`${where}: ${name} must be a number of milliseconds above 0, got ${String(value)}`);
-  }
-  return value;
 }
