@@ -5,7 +5,7 @@ import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Dialect, LeaseSettleMany, TableColumns } from '../../src/dialect/dialect.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
-import { bindStatement, type Statement } from '../../src/statement.js';
+import { bindPositional, bindStatement, type ParamValues, type Statement } from '../../src/statement.js';
 import type { TableSpec } from '../../src/table/table-spec.js';
 import { DrainWatch, settlesWithin, type DrainMeasurement, type DrainRun } from './drain-watch.js';
 
@@ -120,6 +120,19 @@ function createLeaseCycle(context: CycleContext): RawCycle {
       }
       await runAll(connection, claim.begin);
       const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
+      if (selected.length > 1 && claim.stampAll !== undefined) {
+        // The service's stamp of a whole claim, padded to a power of two as it pads.
+        let rowCount = 1;
+        while (rowCount < selected.length) rowCount *= 2;
+        const stampAll = claim.stampAll(rowCount);
+        let next = 0;
+        const stampValues = stampAll.params.map((param) =>
+          param === 'id' ? selected[Math.min(next++, selected.length - 1)]![spec.id.column] : (values as ParamValues)[param],
+        );
+        const { affectedRows } = await connection.execute(bindPositional(stampAll, stampValues));
+        await connection.execute(bindStatement(commit, {}));
+        return { rows: selected, isTaken: affectedRows < selected.length };
+      }
       const stamped: Record<string, unknown>[] = [];
       for (const row of selected) {
         const stamp = bindStatement(claim.stamp, { ...values, id: row[spec.id.column] });

@@ -1,7 +1,7 @@
 import { GROUP_GUARD_COLUMN, type LeaseClaim } from '../dialect/dialect.js';
 import type { Connection } from '../driver/driver.js';
 import { LeaseLostError } from '../errors.js';
-import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindPositional, bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { commitsHandlerWrites, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
 import type { FormContext } from './form-context.js';
 import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
@@ -54,6 +54,8 @@ export class LeaseForm implements ClaimForm {
   readonly #options: LeaseFormOptions;
   readonly #statements: LeaseStatementSet;
   readonly #book = new LeaseBook();
+  /** `stampAll` statements by row count (powers of two). */
+  readonly #stampAll = new Map<number, Statement>();
   readonly #keeper: LeaseKeeper;
   readonly #coalesced: LeaseCoalescedSettlements | undefined;
   /** Single-statement claims that run side by side (Postgres without FIFO groups), gathered per turn. */
@@ -207,6 +209,22 @@ export class LeaseForm implements ClaimForm {
     for (const statement of claim.begin) await connection.execute(bindStatement(statement, {}));
     if (claim.guard !== undefined && !(await this.#ownsGroup(connection, claim.guard, values))) return [];
     const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
+    if (selected.length > 1 && claim.stampAll !== undefined) {
+      const ids = selected.map((row) => row[spec.id.column]);
+      const stampAll = this.#stampAllFor(claim.stampAll, ids.length);
+      let next = 0;
+      // Padded to a power of two with the last id, so few texts are ever prepared.
+      const stampValues = stampAll.params.map((param) => (param === 'id' ? ids[Math.min(next++, ids.length - 1)] : values[param]));
+      const { affectedRows } = await connection.execute(bindPositional(stampAll, stampValues));
+      // The select locked every row it returned; if one was not stamped, which one is unknown, so
+      // the claim takes nothing and its rows stay where they were.
+      if (affectedRows !== ids.length) {
+        await connection.execute(bindStatement(this.#statements.rollback, {}));
+        return [];
+      }
+      await connection.execute(bindStatement(this.#statements.commit, {}));
+      return selected;
+    }
     const stamped: Record<string, unknown>[] = [];
     for (const row of selected) {
       const stamp = bindStatement(claim.stamp, { ...values, id: row[spec.id.column] });
@@ -214,6 +232,17 @@ export class LeaseForm implements ClaimForm {
     }
     await connection.execute(bindStatement(this.#statements.commit, {}));
     return stamped;
+  }
+
+  #stampAllFor(render: (rowCount: number) => Statement, idCount: number): Statement {
+    let rowCount = 1;
+    while (rowCount < idCount) rowCount *= 2;
+    let statement = this.#stampAll.get(rowCount);
+    if (statement === undefined) {
+      statement = render(rowCount);
+      this.#stampAll.set(rowCount, statement);
+    }
+    return statement;
   }
 
   /**

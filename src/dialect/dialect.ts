@@ -149,7 +149,8 @@ export type LeaseSettleMany = (
  *   `begin`, then the guard, then the statement, then commits; a guard that reads 0 ends the
  *   transaction with a rollback and the claim takes nothing.
  * - `selectThenStamp`: `begin`, the `guard` when present (FIFO tables) with the same rule, the
- *   `select`, a `stamp` per selected row, then commit.
+ *   `select`, a `stamp` per selected row (or, with `stampAll`, one statement for every selected
+ *   row), then commit.
  */
 export type LeaseClaim =
   | {
@@ -163,6 +164,12 @@ export type LeaseClaim =
       readonly guard?: Statement;
       readonly select: Statement;
       readonly stamp: Statement;
+      /**
+       * Stamps `rowCount` selected rows in one statement: params `lockedUntil`, then `id` once per
+       * row (a list padded with repeats is harmless), then `leaseNow`. The select locked every row
+       * it returned, so all of them are stamped; fewer means something else held one.
+       */
+      readonly stampAll?: (rowCount: number) => Statement;
     };
 
 /** The one column of the group guard's one row: 1 when this claim owns the group, 0 otherwise. */

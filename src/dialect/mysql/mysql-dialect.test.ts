@@ -136,6 +136,17 @@ describe('mysql lease.claim', () => {
     });
   });
 
+  it('stamps every selected row in one statement, fenced like the stamp of one', () => {
+    const claim = mariadb.lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns);
+    if (claim.kind !== 'selectThenStamp' || claim.stampAll === undefined) throw new Error('expected select then stampAll');
+    expect(statementText(claim.stampAll(3))).toEqual({
+      name: 'lease.stampAll',
+      sql: 'UPDATE `email_jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `job_id` IN (?, ?, ?) AND (`locked_until` IS NULL OR `locked_until` <= ?)',
+      params: ['lockedUntil', 'id', 'id', 'id', 'leaseNow'],
+    });
+    expect(() => claim.stampAll!(0)).toThrow(TypeError);
+  });
+
   it('claims at read committed whatever the table declares', () => {
     const spec = createTableSpec({ table: 'jobs', id: 'id', lockedUntil: 'locked_until', isolation: 'serializable' });
     const claim = mysql.lease.claim(spec, ['id', 'locked_until']);

@@ -33,7 +33,7 @@ import {
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
-import { BACKTICK_STYLE, identifier, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
+import { BACKTICK_STYLE, identifier, joinSql, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
 import { createMysqlAdvisoryStatements } from './mysql-advisory.js';
 import { renderMysqlCreateTable } from './mysql-ddl.js';
@@ -68,7 +68,8 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
         const select = renderStatement(style, 'lease.claim', skipLockedSelect(spec, columns, 'lease'));
         const stamp = renderLeaseStamp(spec);
         const guard = renderGroupGuard(spec);
-        const claim = { kind: 'selectThenStamp', begin: begin('read committed'), select, stamp } as const;
+        const stampAll = (rowCount: number) => renderLeaseStampAll(spec, rowCount);
+        const claim = { kind: 'selectThenStamp', begin: begin('read committed'), select, stamp, stampAll } as const;
         return guard === undefined ? claim : { ...claim, guard };
       },
       ...createLeaseSettlements(style),
@@ -120,6 +121,23 @@ function renderLeaseStamp(spec: TableSpec): Statement {
     style,
     'lease.stamp',
     sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} = ${param('id')} AND ${leaseIsFree(spec)}`,
+  );
+}
+
+/**
+ * Stamps every row a claim selected in one statement: a claim of a row per worker or of a batch
+ * otherwise spends a round trip per row while the claim, the only one in flight on these tables
+ * (WP-7), holds its locks.
+ */
+function renderLeaseStampAll(spec: TableSpec, rowCount: number): Statement {
+  if (!Number.isInteger(rowCount) || rowCount < 1) {
+    throw new TypeError(`lease.stampAll needs a whole number of rows of at least 1, got ${rowCount}`);
+  }
+  const ids = joinSql(Array.from({ length: rowCount }, () => param('id')), ', ');
+  return renderStatement(
+    style,
+    'lease.stampAll',
+    sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} IN (${ids}) AND ${leaseIsFree(spec)}`,
   );
 }
 
