@@ -8,6 +8,8 @@ import type { Contender, ContenderKind, ContenderRun } from './contender.js';
 
 /** The batch handler's size: rows per claim and per handler call. */
 export const SUITE_BATCH = 100;
+/** Rows the prefetching lease runs keep claimed ahead of their workers. */
+export const SUITE_PREFETCH = 64;
 
 const EVERY_DATABASE: readonly BenchDatabaseName[] = ['postgres', 'mariadb', 'sqlite'];
 /** SQLite has no row locks: its tables take the lease form only. */
@@ -44,6 +46,14 @@ export function libraryContenders(coalescing: CoalescingSwitch | undefined): Con
   if (coalescing !== undefined) {
     const coalesced: LibraryShape = { name: 'leaseCoalesced', label: 'lease, coalesced', form: 'lease', databases: EVERY_DATABASE };
     contenders.push({ ...libraryContender('service', coalesced, coalescing.on), rawBaseline: 'raw.lease' });
+    // The opt-in buffer of rows claimed ahead, as graphile-worker's local queue keeps one.
+    const prefetched: LibraryShape = {
+      name: 'leaseCoalescedPrefetch',
+      label: `lease, coalesced, prefetch ${SUITE_PREFETCH}`,
+      form: 'lease',
+      databases: EVERY_DATABASE,
+    };
+    contenders.push({ ...libraryContender('service', prefetched, { ...coalescing.on, prefetch: SUITE_PREFETCH }), rawBaseline: 'raw.lease' });
   }
   for (const shape of shapes) contenders.push(libraryContender('raw', shape, {}));
   return contenders;

@@ -367,6 +367,46 @@ export function partitioningSuite(context: SuiteContext): void {
     });
   }
 
+  describe('prefetch (lease form, opt-in)', () => {
+    it('keeps rows claimed ahead of the workers, leased while they wait, and hands them back on stop', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      await publishRows(context, table, 12);
+      const broker = createBroker(context.db, context.brokers, { stopTimeoutMs: 100 });
+      const gate = new Gate();
+      broker.subscribe(table.queue('emails'), gate.handler, { workers: 2, prefetch: 3 });
+      await broker.start();
+      await gate.started.waitFor(2);
+      await waitForStats(broker, (stats) => stats.waitingRows === 3, 'three rows waiting ahead of the workers');
+      expect(await countRows(context.db, 'jobs', 'locked_until IS NOT NULL')).toBe(5);
+      gate.releaseOne();
+      // The freed worker takes a waiting row at once; one row short is not worth a claim yet.
+      await gate.started.waitFor(3);
+      await waitForStats(broker, (stats) => stats.waitingRows === 2 && stats.acked === 1, 'a waiting row taken');
+      const claimsBefore = broker.stats().subscriptions[0]!.claims;
+      gate.releaseOne();
+      // Two rows short, half the buffer: one claim fills it again.
+      await gate.started.waitFor(4);
+      await waitForStats(broker, (stats) => stats.waitingRows === 3 && stats.acked === 2, 'the buffer filled again');
+      expect(broker.stats().subscriptions[0]!.claims).toBe(claimsBefore + 1);
+      const stopping = broker.stop();
+      await waitForStats(broker, (stats) => stats.waitingRows === 0, 'the waiting rows handed back');
+      gate.releaseAll();
+      await stopping;
+      // Four rows were handled; the three that waited went back unhandled with no lease on them.
+      expect(await countRows(context.db, 'jobs')).toBe(8);
+      expect(await countRows(context.db, 'jobs', 'locked_until IS NULL')).toBe(8);
+    });
+
+    it.skipIf(!stand.capabilities.supportsRowLock)('is refused where waiting rows would hold connections (row lock form)', async () => {
+      const table = jobsTable({ form: 'rowLock' });
+      await createTable(stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers);
+      broker.subscribe(table.queue('emails'), () => undefined, { prefetch: 3 });
+      await expect(broker.start()).rejects.toThrow(/prefetch/);
+    });
+  });
+
   describe('threads and the connection limit', () => {
     it.skipIf(!stand.capabilities.supportsProcesses)('WP-12: runs handlers on worker threads, each with its own pool, claims on the main thread', async () => {
       const table = keyedTable(formsOf(stand)[0]!);

@@ -38,6 +38,7 @@ function createLoop(claims: ScriptedClaims, workers = 1, onClaimError: (error: u
     holdsConnection: false,
     isSingleClaim: false,
     rowsPerClaim: 1,
+    prefetchRows: 0,
     isBatch: false,
     pollIntervalMs: 60_000,
     poolStats: () => ({ size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0 }),
@@ -96,6 +97,39 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
+  it('prefetch: one claim at a time asks for what the workers and the buffer lack', async () => {
+    const claims = new ScriptedClaims();
+    const limits: number[] = [];
+    const dispatcher = new WorkerSlots({ workers: 2, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
+    const loop: ClaimLoop = new ClaimLoop({
+      dispatcher,
+      holdsConnection: false,
+      isSingleClaim: false,
+      rowsPerClaim: 1,
+      prefetchRows: 3,
+      isBatch: false,
+      pollIntervalMs: 60_000,
+      poolStats: () => ({ size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0 }),
+      claim: (limit) => {
+        limits.push(limit);
+        return claims.claim();
+      },
+      onClaimError: () => undefined,
+      isContention: () => false,
+      handBack: () => Promise.resolve(),
+    });
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([heldRow('1'), heldRow('2')]);
+    // Two rows went to the two workers; the buffer of three is still empty.
+    await claims.started(2);
+    claims.pending[1]!.resolve([heldRow('3'), heldRow('4'), heldRow('5')]);
+    await vi.waitFor(() => expect(dispatcher.waiting).toBe(3));
+    expect(limits).toEqual([5, 3]);
+    expect(claims.pending).toHaveLength(2);
+    await loop.stop();
+  });
+
   it('WP-2: counts the connections the form reports for units in work, one per row of an advisory batch', async () => {
     const claims = new ScriptedClaims();
     let rowsHoldingConnections = 3;
@@ -106,6 +140,7 @@ describe('ClaimLoop', () => {
       connectionsInWork: () => rowsHoldingConnections,
       isSingleClaim: false,
       rowsPerClaim: 8,
+      prefetchRows: 0,
       isBatch: true,
       pollIntervalMs: 60_000,
       poolStats: () => ({ size: 4, held: rowsHoldingConnections, idle: 0, spare: 4 - rowsHoldingConnections, maxHeld: 3 }),

@@ -32,6 +32,11 @@ export interface ClaimLoopOptions {
   readonly isSingleClaim: boolean;
   /** Rows one claim asks for. */
   readonly rowsPerClaim: number;
+  /**
+   * Rows to keep claimed ahead of the workers (lease form, opt-in). Above 0, one claim runs at a
+   * time and asks for what the idle workers and this buffer lack, instead of `rowsPerClaim`.
+   */
+  readonly prefetchRows: number;
   /** Whether the rows of one claim make one unit (a batch) or one unit each. */
   readonly isBatch: boolean;
   readonly pollIntervalMs: number;
@@ -143,11 +148,28 @@ export class ClaimLoop {
     while (this.#canStartClaim()) this.#startClaim();
   }
 
+  /** Rows the workers and the prefetch buffer lack: what a prefetching claim asks for. */
+  #rowsLacking(): number {
+    const { dispatcher, prefetchRows } = this.#options;
+    return dispatcher.capacity + prefetchRows - dispatcher.inWork - dispatcher.waiting;
+  }
+
+  /**
+   * With prefetch, a claim waits until the buffer is half empty, so each claim takes many rows,
+   * unless a worker is idle with nothing waiting for it.
+   */
+  #prefetchWanted(): number {
+    const { dispatcher, prefetchRows } = this.#options;
+    const lacking = this.#rowsLacking();
+    const isWorkerStarving = dispatcher.waiting === 0 && dispatcher.inWork < dispatcher.capacity;
+    return isWorkerStarving || lacking >= Math.ceil(prefetchRows / 2) ? lacking : 0;
+  }
+
   #canStartClaim(): boolean {
-    const { dispatcher, isSingleClaim, poolStats } = this.#options;
+    const { dispatcher, isSingleClaim, poolStats, prefetchRows } = this.#options;
     const running = this.#claimsRunning;
-    const idle = dispatcher.capacity - dispatcher.inWork - dispatcher.waiting;
-    const wanted = this.#isProbing || isSingleClaim ? Math.min(idle, 1) : idle;
+    const idle = prefetchRows > 0 ? this.#prefetchWanted() : dispatcher.capacity - dispatcher.inWork - dispatcher.waiting;
+    const wanted = this.#isProbing || isSingleClaim || prefetchRows > 0 ? Math.min(idle, 1) : idle;
     if (running >= wanted) return false;
     const stats = poolStats();
     const budget = Math.max(stats.size - 1, 1);
@@ -179,7 +201,7 @@ export class ClaimLoop {
     for (let contentionRetries = 0; ; contentionRetries += 1) {
       try {
         this.counters.claims += 1;
-        rows = await claim(rowsPerClaim);
+        rows = await claim(this.#options.prefetchRows > 0 ? Math.max(1, this.#rowsLacking()) : rowsPerClaim);
         break;
       } catch (error) {
         if (this.#options.isContention(error) && contentionRetries < MAX_CONTENTION_RETRIES && !this.#isStopping) {

@@ -82,6 +82,13 @@ export interface SubscribeOptions<Payload = unknown> {
   coalesceSettlements?: boolean;
   /** How long the first settlement of a window waits for others, in ms (0: the same event-loop turn). Default 2. */
   settlementWindowMs?: number;
+  /**
+   * Lease form, opt-in: keeps up to this many rows claimed ahead of the workers, leased and
+   * renewed while they wait (WP-9), so a worker that finishes starts its next row at once. Claims
+   * then run one at a time, each for what the workers and this buffer lack. Default 0: one
+   * claim of one row per idle worker (WP-1).
+   */
+  prefetch?: number;
   /** Decodes the payload bytes; default JSON. */
   decode?: Decoder<Payload>;
   /** Default `'drop'`. */
@@ -110,6 +117,7 @@ export interface ResolvedSubscribeOptions {
   readonly leaseMs: number;
   readonly coalesceSettlements: boolean;
   readonly settlementWindowMs: number;
+  readonly prefetch: number;
   readonly decode: Decoder<unknown> | undefined;
   readonly onDecodeFailure: DecodeFailurePolicy;
   readonly maxAttempts: number | undefined;
@@ -132,6 +140,7 @@ const OPTION_KEYS = new Set([
   'leaseMs',
   'coalesceSettlements',
   'settlementWindowMs',
+  'prefetch',
   'decode',
   'onDecodeFailure',
   'maxAttempts',
@@ -176,6 +185,18 @@ export function resolveSubscribeOptions(
       `${where}: settlementWindowMs must be a number of milliseconds of 0 or more, got ${String(settlementWindowMs)}; to settle each delivery on its own, set coalesceSettlements: false`,
     );
   }
+  const prefetch = options.prefetch ?? 0;
+  if (typeof prefetch !== 'number' || !Number.isInteger(prefetch) || prefetch < 0) {
+    throw new DeclarationError(`${where}: prefetch must be a whole number of rows of 0 or more, got ${String(prefetch)}`);
+  }
+  if (prefetch > 0 && batch !== undefined) {
+    throw new DeclarationError(`${where}: a batch claim already takes up to its batch size; remove prefetch or batch`);
+  }
+  if (prefetch > 0 && transactional) {
+    throw new DeclarationError(
+      `${where}: a transactional delivery holds its connection from its claim, so rows cannot wait claimed ahead; remove prefetch or transactional`,
+    );
+  }
   if ((options.maxAttempts === undefined) !== (options.deadLetter === undefined)) {
     throw new DeclarationError(
       `${where}: maxAttempts and deadLetter come together; declare both (for example { maxAttempts: 5, deadLetter: 'failed' })`,
@@ -204,6 +225,7 @@ export function resolveSubscribeOptions(
     leaseMs,
     coalesceSettlements,
     settlementWindowMs,
+    prefetch,
     decode: options.decode,
     onDecodeFailure: policy,
     maxAttempts,

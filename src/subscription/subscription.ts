@@ -126,6 +126,11 @@ export class Subscription {
         `subscription "${this.name}": keyed lanes need a partitionKey column; declare partitionKey in defineTable`,
       );
     }
+    if (this.#options.prefetch > 0 && spec.form !== 'lease') {
+      throw new DeclarationError(
+        `subscription "${this.name}": prefetch keeps rows claimed ahead under a lease; in the ${spec.form === 'rowLock' ? 'row lock' : 'advisory lock'} form each waiting row would hold a connection, so remove prefetch or declare lockedUntil`,
+      );
+    }
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
     const { transactional } = this.#options;
@@ -205,6 +210,7 @@ export class Subscription {
       connectionsInWork: form instanceof AdvisoryForm ? () => form.connectionsInWork : undefined,
       isSingleClaim,
       rowsPerClaim,
+      prefetchRows: this.#options.prefetch,
       isBatch: batch !== undefined,
       pollIntervalMs: this.#options.pollIntervalMs,
       poolStats: () => driver.stats(),
