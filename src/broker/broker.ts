@@ -207,7 +207,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
         await relay.open({
           driver,
           dialect,
-          publisher,
+          publishManyWithin: (queue, items, transaction) =>
+            this.#observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, { tx: transaction })),
           broker: this,
           onError: (error, detail) => this.#reportError(error, detail),
           onWarning: (message) => this.#reportWarning(message),

@@ -6,7 +6,8 @@ import { createOutboxStatements, type OutboxStatements } from '../dialect/outbox
 import type { Connection, Driver } from '../driver/driver.js';
 import { prepareStatements } from '../driver/prepare-statements.js';
 import { WakeSignal } from '../internal/wake-signal.js';
-import type { Publisher } from '../publish/publisher.js';
+import type { Queue } from '../definition/define-table.js';
+import type { PublishItem } from '../publish/publish-options.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { OutboxTable } from './define-outbox.js';
 import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination, type OutboxRecord, type RelayTransaction } from './destination.js';
@@ -29,7 +30,15 @@ const MAX_REMEMBERED_FAILING_NAMES = 10_000;
 export interface RelayRuntime {
   readonly driver: Driver;
   readonly dialect: Dialect;
-  readonly publisher: Publisher;
+  /**
+   * Writes rows on the relay's transaction through the broker's publish path, so they are
+   * counted and traced as the broker's own publishes are.
+   */
+  readonly publishManyWithin: <Payload>(
+    queue: Queue<Payload>,
+    items: readonly PublishItem<Payload>[],
+    transaction: DeliveryTransaction,
+  ) => Promise<number>;
   /** The broker the relay runs on: a destination on its database writes inside the relay's transaction. */
   readonly broker: object;
   readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
@@ -407,7 +416,7 @@ export class Relay {
    * the lease still holds), then the destination's writes, then one commit for both.
    */
   async #sendWithin(batch: Batch): Promise<void> {
-    const { driver, dialect, publisher } = this.#runtime!;
+    const { driver, dialect, publishManyWithin } = this.#runtime!;
     const statements = this.#statements!;
     await this.#openDestination();
     const connection = await driver.acquire();
@@ -430,7 +439,7 @@ export class Relay {
         return;
       }
       const lent: RelayTransaction = {
-        publishMany: (queue, items) => publisher.publishMany(queue, items, { tx: transaction }),
+        publishMany: (queue, items) => publishManyWithin(queue, items, transaction),
       };
       await this.destination.sendWithin!(batch.records, lent);
       transaction.endLoan();
