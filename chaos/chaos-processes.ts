@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Stand, TestDatabase } from '../conformance/stand.js';
 import type { Driver } from '../src/driver/driver.js';
-import { Broker, type PublishItem, type Queue } from '../src/index.js';
+import { Broker, type PublishItem, type Queue, type TableDeclaration } from '../src/index.js';
 import type { ChaosWorkerConfig, WorkerReport } from './chaos-worker.js';
 
 const WORKER = fileURLToPath(new URL('./chaos-worker.ts', import.meta.url));
@@ -170,4 +170,22 @@ export async function withDatabase<T>(stand: Stand, work: (db: TestDatabase) => 
   } finally {
     await db.drop().catch((error: unknown) => console.error(`could not drop the run's database: ${String(error)}`));
   }
+}
+
+/**
+ * The queue table the chaos scenarios drain: grouped, with retries counted, in the form asked for.
+ * `extra` adds or overrides roles (a FIFO group, a partition key).
+ */
+export function chaosTable(form: 'rowLock' | 'lease' | 'advisory', extra: Partial<TableDeclaration> = {}): TableDeclaration {
+  return {
+    table: 'chaos_jobs',
+    id: 'id',
+    group: 'queue',
+    retryAfter: 'retry_after',
+    attempt: 'attempt',
+    payload: 'payload',
+    ...(form === 'lease' ? { lockedUntil: 'locked_until' } : {}),
+    ...(form === 'advisory' ? { advisoryLock: 'chaos-{id}' } : {}),
+    ...extra,
+  };
 }

@@ -4,8 +4,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { Stand, TestDatabase } from '../conformance/stand.js';
-import { defineTable, type TableDeclaration } from '../src/index.js';
+import { defineTable } from '../src/index.js';
 import {
+  chaosTable,
   createEffectsSql,
   killReplica,
   publishAll,
@@ -49,18 +50,6 @@ const DISRUPTION_EVERY_MS = 2_000;
 /** A run that has not drained by then has lost rows or stalled: it stops and reports. */
 const RUN_LIMIT_MS = 10 * 60_000;
 
-function declaration(form: ChaosForm): TableDeclaration {
-  return {
-    table: 'chaos_jobs',
-    id: 'id',
-    group: 'queue',
-    retryAfter: 'retry_after',
-    attempt: 'attempt',
-    payload: 'payload',
-    ...(form === 'lease' ? { lockedUntil: 'locked_until' } : {}),
-  };
-}
-
 /**
  * Publishes the messages, starts three replicas in their own processes and disrupts them every
  * two seconds until the queue is empty; then reads the effects table: every message must be
@@ -68,13 +57,13 @@ function declaration(form: ChaosForm): TableDeclaration {
  */
 export function runChaosCase(chaos: ChaosCase): Promise<ChaosResult> {
   return withDatabase(chaos.stand, async (db) => {
-    const table = defineTable(declaration(chaos.form));
+    const table = defineTable(chaosTable(chaos.form));
     for (const sql of table.createTableSql(chaos.stand.ddlDialect)) await db.exec(sql);
     await db.exec(createEffectsSql(chaos.stand));
     await publishAll(db, table.queue('chaos'), Array.from({ length: chaos.messages }, (_, index) => ({ payload: index })));
     const config: ChaosWorkerConfig = {
       database: db.url!,
-      table: declaration(chaos.form),
+      table: chaosTable(chaos.form),
       queues: ['chaos'],
       mode: 'record',
       workers: WORKERS_PER_REPLICA,

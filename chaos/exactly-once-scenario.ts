@@ -5,8 +5,9 @@
  * recorded exactly once: a delivery cut off by a kill rolls back, record and all.
  */
 import type { Stand } from '../conformance/stand.js';
-import { defineTable, type TableDeclaration } from '../src/index.js';
+import { defineTable } from '../src/index.js';
 import {
+  chaosTable,
   createEffectsSql,
   killWhileRunning,
   publishAll,
@@ -39,19 +40,6 @@ const LEASE_MS = 2_000;
 const KILL_EVERY_MS = 2_000;
 const RUN_LIMIT_MS = 10 * 60_000;
 
-function declaration(form: ExactlyOnceForm): TableDeclaration {
-  return {
-    table: 'chaos_jobs',
-    id: 'id',
-    group: 'queue',
-    retryAfter: 'retry_after',
-    attempt: 'attempt',
-    payload: 'payload',
-    ...(form === 'lease' ? { lockedUntil: 'locked_until' } : {}),
-    ...(form === 'advisory' ? { advisoryLock: 'chaos-{id}' } : {}),
-  };
-}
-
 export function runExactlyOnceCase(options: {
   readonly stand: Stand;
   readonly form: ExactlyOnceForm;
@@ -59,12 +47,12 @@ export function runExactlyOnceCase(options: {
 }): Promise<ExactlyOnceResult> {
   const { stand, form, messages } = options;
   return withDatabase(stand, async (db) => {
-    const table = defineTable(declaration(form));
+    const table = defineTable(chaosTable(form));
     for (const sql of table.createTableSql(stand.ddlDialect)) await db.exec(sql);
     await db.exec(createEffectsSql(stand));
     const config: ChaosWorkerConfig = {
       database: db.url!,
-      table: declaration(form),
+      table: chaosTable(form),
       queues: ['once'],
       mode: 'transactional',
       workers: WORKERS_PER_REPLICA,

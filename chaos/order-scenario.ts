@@ -12,6 +12,7 @@ import type { Stand } from '../conformance/stand.js';
 import type { Driver } from '../src/driver/driver.js';
 import { defineTable, type TableDeclaration } from '../src/index.js';
 import {
+  chaosTable,
   createEffectsSql,
   killWhileRunning,
   placeholder,
@@ -62,16 +63,10 @@ const KEYS = 12;
 const LANES = 4;
 
 function declaration(form: ChaosForm, kind: OrderKind): TableDeclaration {
-  return {
-    table: 'chaos_jobs',
-    id: 'id',
-    group: kind === 'fifo groups' ? { column: 'queue', fifo: true } : 'queue',
-    retryAfter: 'retry_after',
-    attempt: 'attempt',
-    payload: 'payload',
+  return chaosTable(form, {
+    ...(kind === 'fifo groups' ? { group: { column: 'queue', fifo: true } } : {}),
     ...(kind === 'keyed lanes' ? { partitionKey: 'customer' } : {}),
-    ...(form === 'lease' ? { lockedUntil: 'locked_until' } : {}),
-  };
+  });
 }
 
 export function runOrderCase(options: {

@@ -8,12 +8,10 @@ import {
   type OutboxDestination,
   type OutboxTable,
 } from '../../src/index.js';
-import { DeliveryTransaction } from '../../src/delivery/delivery-transaction.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
 import { Collector, countRows, createBroker, stopAll, waitForDatabase, waitUntil } from '../fixtures.js';
 import { spawnRelay } from '../processes/outbox-spawn-relay.js';
 import type { SuiteContext } from '../run-conformance.js';
-import type { Stand, TestDatabase } from '../stand.js';
 import { JetStreamFixture, RabbitMqFixture, type ReceivedMessage } from './outbox-destinations-fixtures.js';
 import { TcpProxy } from './outbox-destinations-proxy.js';
 import {
@@ -25,7 +23,7 @@ import {
   natsUrl,
   urlThrough,
 } from './outbox-destinations-servers.js';
-import { openServicePools, type ServicePool, type ServiceTransaction } from './service-pools.js';
+import { openServiceWriters, type ServicePool, type ServiceTransaction } from './service-pools.js';
 
 type DestinationKind = 'nats' | 'rabbitmq';
 
@@ -102,7 +100,7 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
     beforeEach(async () => {
       outbox = defineOutbox(OUTBOX);
       for (const sql of outbox.createTableSql(stand.ddlDialect)) await context.db.exec(sql);
-      servicePool = openServiceWriter(stand, context.db);
+      servicePool = openServiceWriters(stand, context.db)[0]!;
     });
     afterEach(async () => {
       await stopAll(context.brokers);
@@ -324,38 +322,6 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
       expect(await countRows(context.db, 'outbox', 'processed_at IS NULL')).toBe(0);
     });
   });
-}
-
-/**
- * The service's own connection. An in-memory database has one handle, which the broker's relay
- * uses too: a transaction the service opened on it directly would take in the relay's
- * statements. There the service's transaction is a connection of a driver over the handle,
- * whose lock keeps the relay's statements out until it ends, lent like a handler's `context.tx`.
- */
-function openServiceWriter(stand: Stand, db: TestDatabase): ServicePool {
-  if (db.url !== undefined) return openServicePools(stand, db)[0]!;
-  const opening = db.openDriver();
-  return {
-    label: 'a connection on the shared handle',
-    database: db.brokerDatabase as object,
-    ping: async () => void (await (await opening).execute({ name: 'test.ping', sql: 'SELECT 1', values: [] })),
-    async beginTransaction() {
-      const connection = await (await opening).acquire();
-      await connection.execute({ name: 'test.begin', sql: 'BEGIN IMMEDIATE', values: [] });
-      const lent = new DeliveryTransaction(connection, 'service transaction');
-      return {
-        connection: lent,
-        async finish(how) {
-          lent.endLoan();
-          await connection.execute({ name: 'test.finish', sql: how, values: [] });
-          connection.release();
-          if (how === 'COMMIT') lent.committed();
-          else lent.rolledBack();
-        },
-      };
-    },
-    end: async () => (await opening).close(),
-  };
 }
 
 /** How long a service transaction waits for a SQLite file's write lock, which the relay takes to mark records. */

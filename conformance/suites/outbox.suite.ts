@@ -13,12 +13,11 @@ import {
   type OutboxRecord,
   type RelayTransaction,
 } from '../../src/index.js';
-import { DeliveryTransaction } from '../../src/delivery/delivery-transaction.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsTable, placeholder, waitForDatabase, waitUntil } from '../fixtures.js';
 import { spawnRelay } from '../processes/spawn-relay.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { Stand, TestDatabase } from '../stand.js';
-import { openServicePools, type ServicePool, type ServiceTransaction } from './service-pools.js';
+import { openServiceWriters, type ServicePool, type ServiceTransaction } from './service-pools.js';
 
 const OUTBOX: OutboxDeclaration = {
   table: 'outbox',
@@ -98,42 +97,6 @@ class RecordingDestination implements OutboxDestination {
       this.received.push(record);
     }
   }
-}
-
-/**
- * The service's own connections: its pg pool, mysql2 pools, a better-sqlite3 handle on the file.
- * An in-memory database has one handle, which the broker uses too; a transaction the service
- * held open on it across an await would take in the broker's statements (and the driver rolls
- * back what a returned handle leaves open), so there the service's transaction is a connection
- * of a driver over that handle, which waits for the broker's statements and keeps them out. It
- * is lent as a transactional handler lends `context.tx`, which wakes the relay at its commit.
- */
-function openServiceWriters(stand: Stand, db: TestDatabase): ServicePool[] {
-  if (db.url !== undefined) return openServicePools(stand, db);
-  const opening = db.openDriver();
-  return [
-    {
-      label: 'a tablequeue connection on the shared handle',
-      database: db.brokerDatabase as object,
-      ping: async () => void (await (await opening).execute({ name: 'test.ping', sql: 'SELECT 1', values: [] })),
-      async beginTransaction() {
-        const connection = await (await opening).acquire();
-        await connection.execute({ name: 'test.begin', sql: 'BEGIN IMMEDIATE', values: [] });
-        const lent = new DeliveryTransaction(connection, 'service transaction');
-        return {
-          connection: lent,
-          async finish(how) {
-            lent.endLoan();
-            await connection.execute({ name: 'test.finish', sql: how, values: [] });
-            connection.release();
-            if (how === 'COMMIT') lent.committed();
-            else lent.rolledBack();
-          },
-        };
-      },
-      end: async () => (await opening).close(),
-    },
-  ];
 }
 
 /** The service's transaction. On a SQLite file its BEGIN IMMEDIATE meets the broker's writes (SQLITE_BUSY); a service retries it, as this does. */

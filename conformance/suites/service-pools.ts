@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import mysql from 'mysql2';
 import pg from 'pg';
+import { DeliveryTransaction } from '../../src/delivery/delivery-transaction.js';
 import type { Stand, TestDatabase } from '../stand.js';
 
 /** A pool or handle the service created itself and hands to tablequeue. */
@@ -106,4 +107,40 @@ export function sqliteFileOf(db: TestDatabase): string {
 function requireUrl(db: TestDatabase): string {
   if (db.url === undefined) throw new Error('this test database has no URL');
   return db.url;
+}
+
+/**
+ * The service's own connections: its pg pool, mysql2 pools, a better-sqlite3 handle on the file.
+ * An in-memory database has one handle, which the broker uses too; a transaction the service
+ * held open on it across an await would take in the broker's statements (and the driver rolls
+ * back what a returned handle leaves open), so there the service's transaction is a connection
+ * of a driver over that handle, which waits for the broker's statements and keeps them out. It
+ * is lent as a transactional handler lends `context.tx`, which wakes the relay at its commit.
+ */
+export function openServiceWriters(stand: Stand, db: TestDatabase): ServicePool[] {
+  if (db.url !== undefined) return openServicePools(stand, db);
+  const opening = db.openDriver();
+  return [
+    {
+      label: 'a tablequeue connection on the shared handle',
+      database: db.brokerDatabase as object,
+      ping: async () => void (await (await opening).execute({ name: 'test.ping', sql: 'SELECT 1', values: [] })),
+      async beginTransaction() {
+        const connection = await (await opening).acquire();
+        await connection.execute({ name: 'test.begin', sql: 'BEGIN IMMEDIATE', values: [] });
+        const lent = new DeliveryTransaction(connection, 'service transaction');
+        return {
+          connection: lent,
+          async finish(how) {
+            lent.endLoan();
+            await connection.execute({ name: 'test.finish', sql: how, values: [] });
+            connection.release();
+            if (how === 'COMMIT') lent.committed();
+            else lent.rolledBack();
+          },
+        };
+      },
+      end: async () => (await opening).close(),
+    },
+  ];
 }
