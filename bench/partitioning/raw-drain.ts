@@ -5,6 +5,7 @@ import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Dialect, LeaseSettleMany, TableColumns } from '../../src/dialect/dialect.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
+import { powerOfTwoAtLeast } from '../../src/internal/power-of-two.js';
 import { bindPositional, bindStatement, type ParamValues, type Statement } from '../../src/statement.js';
 import type { TableSpec } from '../../src/table/table-spec.js';
 import { DrainWatch, settlesWithin, type DrainMeasurement, type DrainRun } from './drain-watch.js';
@@ -122,9 +123,7 @@ function createLeaseCycle(context: CycleContext): RawCycle {
       const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
       if (selected.length > 1 && claim.stampAll !== undefined) {
         // The service's stamp of a whole claim, padded to a power of two as it pads.
-        let rowCount = 1;
-        while (rowCount < selected.length) rowCount *= 2;
-        const stampAll = claim.stampAll(rowCount);
+        const stampAll = claim.stampAll(powerOfTwoAtLeast(selected.length));
         let next = 0;
         const stampValues = stampAll.params.map((param) =>
           param === 'id' ? selected[Math.min(next++, selected.length - 1)]![spec.id.column] : (values as ParamValues)[param],
@@ -169,8 +168,7 @@ function createFinishMany(context: CycleContext): FinishMany {
   const { dialect, spec, columns } = context;
   const rendered = new Map<number, LeaseSettleMany>();
   const renderFor = (count: number): LeaseSettleMany => {
-    let rowCount = 1;
-    while (rowCount < count) rowCount *= 2;
+    const rowCount = powerOfTwoAtLeast(count);
     let statement = rendered.get(rowCount);
     if (statement === undefined) {
       statement = dialect.lease.settleMany(spec, columns, { kind: 'finish', rowCount });

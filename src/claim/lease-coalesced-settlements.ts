@@ -6,6 +6,7 @@ import type { TableSpec } from '../table/table-spec.js';
 import type { Settlement } from './claim-form.js';
 import type { LeaseSlot } from './lease-book.js';
 import { SettlementCoalescer } from './settlement-coalescer.js';
+import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 
 /**
  * The most settlements one statement carries. Statements with a placeholder per row are rendered
@@ -213,7 +214,5 @@ export function bindRepeated(
 }
 
 function roundUpToPowerOfTwo(count: number): number {
-  let rounded = 1;
-  while (rounded < count) rounded *= 2;
-  return Math.min(rounded, MAX_SETTLEMENTS_PER_STATEMENT);
+  return Math.min(powerOfTwoAtLeast(count), MAX_SETTLEMENTS_PER_STATEMENT);
 }

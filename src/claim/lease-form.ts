@@ -10,6 +10,7 @@ import { LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
 import { LeaseDeliveryTransaction } from './lease-delivery-transaction.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { readClaimedRow } from './row-values.js';
+import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 
 export interface LeaseFormOptions {
   readonly leaseMs: number;
@@ -235,8 +236,7 @@ export class LeaseForm implements ClaimForm {
   }
 
   #stampAllFor(render: (rowCount: number) => Statement, idCount: number): Statement {
-    let rowCount = 1;
-    while (rowCount < idCount) rowCount *= 2;
+    const rowCount = powerOfTwoAtLeast(idCount);
     let statement = this.#stampAll.get(rowCount);
     if (statement === undefined) {
       statement = render(rowCount);
