@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseSlot } from '../../src/claim/lease-book.js';
 import { LeaseCoalescedSettlements } from '../../src/claim/lease-coalesced-settlements.js';
+import { defineTable } from '../../src/definition/define-table.js';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { LeaseLostError, Outcome, type Broker } from '../../src/index.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import type { BoundStatement } from '../../src/statement.js';
-import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, waitUntil } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, jobsDeclaration, jobsTable, placeholder, waitUntil } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 type Planned = 'ack' | 'drop' | 'retry' | 'retryAfter';
@@ -93,6 +94,42 @@ export function coalescingSuite(context: SuiteContext): void {
         }
       });
     }
+
+    it('settles rows with supplied text ids and, on Postgres, lease and due columns without a time zone', async () => {
+      const table = defineTable({
+        ...jobsDeclaration({ form: 'lease' }),
+        id: { column: 'id', generated: false },
+      });
+      await createTable(stand, context.db, table);
+      if (stand.kind === 'postgres') {
+        await context.db.exec('ALTER TABLE jobs ALTER COLUMN locked_until TYPE TIMESTAMP, ALTER COLUMN retry_after TYPE TIMESTAMP');
+      }
+      const queue = table.queue<{ n: number }>('emails');
+      const broker = createBroker(context.db, context.brokers, { leaseMs: 60_000 });
+      const started = new Collector<string>();
+      const allStarted = createDeferred();
+      broker.subscribe(
+        queue,
+        async (message) => {
+          started.push(message.id);
+          if (started.items.length === 6) allStarted.resolve();
+          await allStarted.promise;
+          return message.payload.n % 2 === 0 ? Outcome.ack() : Outcome.retryAfter(DELAY_MS);
+        },
+        { workers: 6, settlementWindowMs: 200 },
+      );
+      await broker.start();
+      const ids = ['order-1', 'order-2', 'Ω-3', 'order 4', "o'5", '6'];
+      await broker.publishMany(queue, ids.map((id, n) => ({ id, payload: { n } })));
+      await waitUntil(() => broker.stats().subscriptions[0]!.acked === 3, 20_000, 'three acks');
+      await waitUntil(() => broker.stats().subscriptions[0]!.retried === 3, 20_000, 'three delays');
+      await broker.stop();
+      expect(broker.stats().subscriptions[0]!.settleErrors).toBe(0);
+      expect(broker.stats().subscriptions[0]!.leasesLost).toBe(0);
+      const left = await context.db.query<{ id: unknown; locked_until: unknown }>('SELECT id, locked_until FROM jobs ORDER BY id');
+      expect(left.map((row) => String(row.id)).sort()).toEqual(['order-2', 'order 4', '6'].sort());
+      for (const row of left) expect(row.locked_until).toBeNull();
+    });
 
     it('a lease lost in the window fails that one delivery with LeaseLostError; the others settle', async () => {
       const table = jobsTable({ form: 'lease' });

@@ -5,7 +5,7 @@
 import { DeclarationError } from '../errors.js';
 import type { Statement } from '../statement.js';
 import type { KeyPart, TableSpec } from '../table/table-spec.js';
-import { claimConditions, claimOrder, columnList, refuseUnbuiltClaims, tableOf, whereAll } from './claim-clauses.js';
+import { claimConditions, claimOrder, columnList, countAttempt, refuseUnbuiltClaims, tableOf, whereAll } from './claim-clauses.js';
 import { dueAtOf } from './database-clock.js';
 import type { TableColumns } from './dialect.js';
 import { identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlStyle, type SqlText } from './quoting.js';
@@ -150,6 +150,3 @@ function columnsBeforeTake(spec: TableSpec, columns: TableColumns): SqlText {
   );
 }
 
-function countAttempt(column: string): SqlText {
-  return sql`${identifier(column)} = ${identifier(column)} + 1`;
-}

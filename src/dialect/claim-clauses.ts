@@ -108,6 +108,11 @@ function fifoGroupColumn(spec: TableSpec): string {
 }
 
 /** Smaller priority first, then the earliest due, then insertion order; id always last. */
+/** `attempt = attempt + 1`: a claim counts the attempt it starts. */
+export function countAttempt(column: string): SqlText {
+  return sql`${identifier(column)} = ${identifier(column)} + 1`;
+}
+
 export function claimOrder(spec: TableSpec): SqlText {
   const columns = [spec.priority, spec.retryAfter, spec.id.column].filter((column) => column !== undefined);
   return joinSql(columns.map(identifier), ', ');

@@ -44,13 +44,13 @@ function render(dialect: ReturnType<typeof createDialect>, table: FixtureTable, 
 }
 
 const PG_SETTLED =
-  'tablequeue_settled AS (SELECT tablequeue_typed."id" AS tablequeue_id, tablequeue_typed."locked_until" AS tablequeue_held FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held) CROSS JOIN LATERAL jsonb_populate_record(NULL::"jobs", jsonb_build_object(\'id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) AS tablequeue_typed)';
+  'tablequeue_settled AS (SELECT "id" AS tablequeue_id, "locked_until" AS tablequeue_held FROM json_populate_recordset(NULL::"jobs", (SELECT json_agg(json_build_object(\'id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held))))';
 const PG_MATCHES =
-  'tablequeue_row."id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held';
+  'tablequeue_row."id" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held';
 const PG_EVERY_ROLE_SETTLED =
-  'tablequeue_settled AS (SELECT tablequeue_typed."job_id" AS tablequeue_id, tablequeue_typed."locked_until" AS tablequeue_held FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held) CROSS JOIN LATERAL jsonb_populate_record(NULL::"email_jobs", jsonb_build_object(\'job_id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) AS tablequeue_typed)';
+  'tablequeue_settled AS (SELECT "job_id" AS tablequeue_id, "locked_until" AS tablequeue_held FROM json_populate_recordset(NULL::"email_jobs", (SELECT json_agg(json_build_object(\'job_id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held))))';
 const PG_EVERY_ROLE_MATCHES =
-  'tablequeue_row."job_id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held';
+  'tablequeue_row."job_id" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."job_id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held';
 
 describe('postgres lease.settleMany', () => {
   it('deletes finished rows over arrays and returns the ids that still carried their token', () => {
@@ -91,7 +91,7 @@ describe('postgres lease.settleMany', () => {
       statement: {
         name: 'lease.settleMany.retryAfter',
         sql:
-          'WITH tablequeue_settled AS (SELECT tablequeue_typed."job_id" AS tablequeue_id, tablequeue_typed."locked_until" AS tablequeue_held, tablequeue_typed."retry_after" AS tablequeue_due FROM unnest($1::text[], $2::text[], $3::text[]) AS tablequeue_pair(id, held, due) CROSS JOIN LATERAL jsonb_populate_record(NULL::"email_jobs", jsonb_build_object(\'job_id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held, \'retry_after\', tablequeue_pair.due)) AS tablequeue_typed) ' +
+          'WITH tablequeue_settled AS (SELECT "job_id" AS tablequeue_id, "locked_until" AS tablequeue_held, "retry_after" AS tablequeue_due FROM json_populate_recordset(NULL::"email_jobs", (SELECT json_agg(json_build_object(\'job_id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held, \'retry_after\', tablequeue_pair.due)) FROM unnest($1::text[], $2::text[], $3::text[]) AS tablequeue_pair(id, held, due)))) ' +
           `UPDATE "email_jobs" AS tablequeue_row SET "retry_after" = tablequeue_settled.tablequeue_due, "locked_until" = NULL FROM tablequeue_settled WHERE ${PG_EVERY_ROLE_MATCHES} RETURNING tablequeue_row."job_id"`,
         params: ['ids', 'helds', 'retryAfterAts'],
       },
@@ -111,8 +111,8 @@ describe('postgres lease.settleMany', () => {
       statement: {
         name: 'lease.settleMany.deadLetter',
         sql:
-          'WITH tablequeue_settled AS (SELECT tablequeue_typed."id" AS tablequeue_id, tablequeue_typed."locked_until" AS tablequeue_held FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held) CROSS JOIN LATERAL jsonb_populate_record(NULL::"app"."jobs", jsonb_build_object(\'id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) AS tablequeue_typed), ' +
-          'tablequeue_moved AS (DELETE FROM "app"."jobs" AS tablequeue_row USING tablequeue_settled WHERE tablequeue_row."id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held RETURNING "id", "queue", "locked_until", "payload"), ' +
+          'WITH tablequeue_settled AS (SELECT "id" AS tablequeue_id, "locked_until" AS tablequeue_held FROM json_populate_recordset(NULL::"app"."jobs", (SELECT json_agg(json_build_object(\'id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held)))), ' +
+          'tablequeue_moved AS (DELETE FROM "app"."jobs" AS tablequeue_row USING tablequeue_settled WHERE tablequeue_row."id" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held RETURNING "id", "queue", "locked_until", "payload"), ' +
           'tablequeue_copied AS (INSERT INTO "app"."failed_jobs" ("id", "queue", "locked_until", "payload") SELECT "id", "queue", NULL, "payload" FROM tablequeue_moved) SELECT "id" FROM tablequeue_moved',
         params: ['ids', 'helds'],
       },
@@ -124,8 +124,8 @@ describe('postgres lease.settleMany', () => {
     expect(shape).toMatchObject({
       statement: {
         sql:
-          'WITH tablequeue_settled AS (SELECT tablequeue_typed."select" AS tablequeue_id, tablequeue_typed."where" AS tablequeue_held FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held) CROSS JOIN LATERAL jsonb_populate_record(NULL::"user"."order", jsonb_build_object(\'select\', tablequeue_pair.id, \'where\', tablequeue_pair.held)) AS tablequeue_typed) ' +
-          'UPDATE "user"."order" AS tablequeue_row SET "where" = NULL FROM tablequeue_settled WHERE tablequeue_row."select" = tablequeue_settled.tablequeue_id AND tablequeue_row."where" = tablequeue_settled.tablequeue_held RETURNING tablequeue_row."select"',
+          'WITH tablequeue_settled AS (SELECT "select" AS tablequeue_id, "where" AS tablequeue_held FROM json_populate_recordset(NULL::"user"."order", (SELECT json_agg(json_build_object(\'select\', tablequeue_pair.id, \'where\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held)))) ' +
+          'UPDATE "user"."order" AS tablequeue_row SET "where" = NULL FROM tablequeue_settled WHERE tablequeue_row."select" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."select" = tablequeue_settled.tablequeue_id AND tablequeue_row."where" = tablequeue_settled.tablequeue_held RETURNING tablequeue_row."select"',
       },
     });
   });

@@ -79,8 +79,8 @@ describe('postgres outbox statements', () => {
             'WITH tablequeue_claimed AS (SELECT "id", "name", "headers", "payload" FROM "outbox" WHERE "name" = $1 AND "processed_at" IS NULL ' +
             'AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "outbox" AS tablequeue_work ' +
             'WHERE tablequeue_work."name" = $3 AND tablequeue_work."locked_until" > $4) ORDER BY "id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
-            'tablequeue_stamp AS (UPDATE "outbox" AS tablequeue_row SET "locked_until" = $6 FROM tablequeue_claimed ' +
-            'WHERE tablequeue_row."id" = tablequeue_claimed."id") SELECT "id", "name", "headers", "payload" FROM tablequeue_claimed ORDER BY "id"',
+            'tablequeue_stamp AS (UPDATE "outbox" SET "locked_until" = $6 ' +
+            'WHERE "id" = ANY(ARRAY(SELECT tablequeue_claimed."id" FROM tablequeue_claimed))) SELECT "id", "name", "headers", "payload" FROM tablequeue_claimed ORDER BY "id"',
           params: ['group', 'leaseNow', 'group', 'leaseNow', 'limit', 'lockedUntil'],
         },
       },
@@ -109,8 +109,8 @@ describe('postgres outbox statements', () => {
           'WITH tablequeue_claimed AS (SELECT "record_id", "topic", "body" FROM "app"."events" WHERE "topic" = $1 ' +
           'AND ("leased_until" IS NULL OR "leased_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "app"."events" AS tablequeue_work ' +
           'WHERE tablequeue_work."topic" = $3 AND tablequeue_work."leased_until" > $4) ORDER BY "record_id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
-          'tablequeue_stamp AS (UPDATE "app"."events" AS tablequeue_row SET "leased_until" = $6 FROM tablequeue_claimed ' +
-          'WHERE tablequeue_row."record_id" = tablequeue_claimed."record_id") SELECT "record_id", "topic", "body" FROM tablequeue_claimed ORDER BY "record_id"',
+          'tablequeue_stamp AS (UPDATE "app"."events" SET "leased_until" = $6 ' +
+          'WHERE "record_id" = ANY(ARRAY(SELECT tablequeue_claimed."record_id" FROM tablequeue_claimed))) SELECT "record_id", "topic", "body" FROM tablequeue_claimed ORDER BY "record_id"',
       },
     });
     expect(text.finish).toEqual({

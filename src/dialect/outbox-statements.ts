@@ -124,7 +124,7 @@ function renderClaim(dialect: Dialect, begin: Statement[], style: SqlStyle, spec
 function renderPostgresClaim(style: SqlStyle, spec: TableSpec, columns: TableColumns): Statement {
   const id = identifier(spec.id.column);
   const claimed = sql`${batchSelect(spec, columnList(columns))} FOR UPDATE SKIP LOCKED`;
-  const stamp = sql`UPDATE ${tableOf(spec)} AS tablequeue_row SET ${leaseStampAssignments(spec)} FROM tablequeue_claimed WHERE tablequeue_row.${id} = tablequeue_claimed.${id}`;
+  const stamp = sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${id} = ANY(ARRAY(SELECT tablequeue_claimed.${id} FROM tablequeue_claimed))`;
   return renderStatement(
     style,
     'outbox.claim',

@@ -8,6 +8,7 @@ import { validateIdentifier } from '../table/identifier.js';
 import { ISOLATION_LEVELS, type IsolationLevel, type TableSpec } from '../table/table-spec.js';
 import {
   columnList,
+  countAttempt,
   refuseUnbuiltClaims,
   requireLeaseColumn,
   rowFilter,
@@ -325,10 +326,6 @@ export function refuseSqliteBeginMode(spec: TableSpec, database: string): void {
     feature: 'sqliteBegin',
     message: `table "${spec.qualifiedName}" declares sqliteBegin: "${spec.sqliteBegin}", which only SQLite has; remove it, and declare isolation to choose how ${database} opens its transactions`,
   });
-}
-
-function countAttempt(column: string): SqlText {
-  return sql`${identifier(column)} = ${identifier(column)} + 1`;
 }
 
 function clearLease(spec: TableSpec): SqlText {

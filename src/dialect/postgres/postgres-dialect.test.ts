@@ -136,7 +136,7 @@ describe('postgres lease.claim', () => {
       name: 'lease.claim',
       sql:
         `WITH tablequeue_claimed AS (SELECT ${EVERY_LEASE_COLUMNS} FROM "email_jobs" WHERE "queue" = $1 AND "retry_after" <= $2 AND "processed_at" IS NULL AND ("locked_until" IS NULL OR "locked_until" <= $3) ORDER BY "priority", "retry_after", "job_id" LIMIT $4 FOR UPDATE SKIP LOCKED), ` +
-        `tablequeue_stamp AS (UPDATE "email_jobs" AS tablequeue_row SET "locked_until" = $5, "attempt" = tablequeue_row."attempt" + 1 FROM tablequeue_claimed WHERE tablequeue_row."job_id" = tablequeue_claimed."job_id") ` +
+        `tablequeue_stamp AS (UPDATE "email_jobs" SET "locked_until" = $5, "attempt" = "attempt" + 1 WHERE "job_id" = ANY(ARRAY(SELECT tablequeue_claimed."job_id" FROM tablequeue_claimed))) ` +
         `SELECT ${EVERY_LEASE_COLUMNS} FROM tablequeue_claimed ORDER BY "priority", "retry_after", "job_id"`,
       params: ['group', 'now', 'leaseNow', 'limit', 'lockedUntil'],
     });
@@ -149,7 +149,7 @@ describe('postgres lease.claim', () => {
       name: 'lease.claim',
       sql:
         'WITH tablequeue_claimed AS (SELECT "id", "body", "locked_until" FROM "jobs" WHERE ("locked_until" IS NULL OR "locked_until" <= $1) ORDER BY "id" LIMIT $2 FOR UPDATE SKIP LOCKED), ' +
-        'tablequeue_stamp AS (UPDATE "jobs" AS tablequeue_row SET "locked_until" = $3 FROM tablequeue_claimed WHERE tablequeue_row."id" = tablequeue_claimed."id") ' +
+        'tablequeue_stamp AS (UPDATE "jobs" SET "locked_until" = $3 WHERE "id" = ANY(ARRAY(SELECT tablequeue_claimed."id" FROM tablequeue_claimed))) ' +
         'SELECT "id", "body", "locked_until" FROM tablequeue_claimed ORDER BY "id"',
       params: ['leaseNow', 'limit', 'lockedUntil'],
     });
@@ -162,7 +162,7 @@ describe('postgres lease.claim', () => {
       name: 'lease.claim',
       sql:
         'WITH tablequeue_claimed AS (SELECT "select", "group", "from", "limit", "where", "table" FROM "user"."order" WHERE "group" = $1 AND "from" <= $2 AND ("where" IS NULL OR "where" <= $3) ORDER BY "from", "select" LIMIT $4 FOR UPDATE SKIP LOCKED), ' +
-        'tablequeue_stamp AS (UPDATE "user"."order" AS tablequeue_row SET "where" = $5, "limit" = tablequeue_row."limit" + 1 FROM tablequeue_claimed WHERE tablequeue_row."select" = tablequeue_claimed."select") ' +
+        'tablequeue_stamp AS (UPDATE "user"."order" SET "where" = $5, "limit" = "limit" + 1 WHERE "select" = ANY(ARRAY(SELECT tablequeue_claimed."select" FROM tablequeue_claimed))) ' +
         'SELECT "select", "group", "from", "limit", "where", "table" FROM tablequeue_claimed ORDER BY "from", "select"',
       params: ['group', 'now', 'leaseNow', 'limit', 'lockedUntil'],
     });
@@ -195,7 +195,7 @@ describe('postgres FIFO lease claim', () => {
       name: 'lease.claim',
       sql:
         `WITH tablequeue_claimed AS (SELECT ${EVERY_LEASE_COLUMNS} FROM "email_jobs" WHERE "job_id" = (SELECT "job_id" FROM "email_jobs" WHERE "queue" = $1 AND "processed_at" IS NULL ORDER BY "priority", "retry_after", "job_id" LIMIT 1) AND "queue" = $2 AND "retry_after" <= $3 AND "processed_at" IS NULL AND ("locked_until" IS NULL OR "locked_until" <= $4) AND NOT EXISTS (SELECT 1 FROM "email_jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $5 AND tablequeue_work."locked_until" > $6) FOR UPDATE SKIP LOCKED), ` +
-        `tablequeue_stamp AS (UPDATE "email_jobs" AS tablequeue_row SET "locked_until" = $7, "attempt" = tablequeue_row."attempt" + 1 FROM tablequeue_claimed WHERE tablequeue_row."job_id" = tablequeue_claimed."job_id") ` +
+        `tablequeue_stamp AS (UPDATE "email_jobs" SET "locked_until" = $7, "attempt" = "attempt" + 1 WHERE "job_id" = ANY(ARRAY(SELECT tablequeue_claimed."job_id" FROM tablequeue_claimed))) ` +
         `SELECT ${EVERY_LEASE_COLUMNS} FROM tablequeue_claimed ORDER BY "priority", "retry_after", "job_id"`,
       params: ['group', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'lockedUntil'],
     });
@@ -208,7 +208,7 @@ describe('postgres FIFO lease claim', () => {
       name: 'lease.claim',
       sql:
         'WITH tablequeue_claimed AS (SELECT "id", "queue", "locked_until" FROM "app"."jobs" WHERE "id" = (SELECT "id" FROM "app"."jobs" WHERE "queue" = $1 ORDER BY "id" LIMIT 1) AND "queue" = $2 AND ("locked_until" IS NULL OR "locked_until" <= $3) AND NOT EXISTS (SELECT 1 FROM "app"."jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $4 AND tablequeue_work."locked_until" > $5) FOR UPDATE SKIP LOCKED), ' +
-        'tablequeue_stamp AS (UPDATE "app"."jobs" AS tablequeue_row SET "locked_until" = $6 FROM tablequeue_claimed WHERE tablequeue_row."id" = tablequeue_claimed."id") ' +
+        'tablequeue_stamp AS (UPDATE "app"."jobs" SET "locked_until" = $6 WHERE "id" = ANY(ARRAY(SELECT tablequeue_claimed."id" FROM tablequeue_claimed))) ' +
         'SELECT "id", "queue", "locked_until" FROM tablequeue_claimed ORDER BY "id"',
       params: ['group', 'group', 'leaseNow', 'group', 'leaseNow', 'lockedUntil'],
     });

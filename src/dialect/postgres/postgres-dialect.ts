@@ -8,7 +8,6 @@ import {
   columnList,
   isFifo,
   refuseUnbuiltClaims,
-  requireLeaseColumn,
   rowFilter,
   skipLockedSelect,
   tableOf,
@@ -32,11 +31,12 @@ import {
   createSettleStatements,
   deadLetterTableOf,
   isolationLevelSql,
+  leaseStampAssignments,
   refuseSqliteBeginMode,
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
-import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlStyle } from '../quoting.js';
+import { DOUBLE_QUOTE_STYLE, identifier, param, renderStatement, sql, textLiteral, type SqlStyle } from '../quoting.js';
 import { renderPostgresCreateTable } from './postgres-ddl.js';
 import { createPostgresAdvisoryStatements } from './postgres-advisory.js';
 import { renderPostgresSettleMany } from './postgres-lease-settle-many.js';
@@ -102,19 +102,16 @@ export function createPostgresDialect(): Dialect {
 /**
  * One statement that locks, stamps and returns: the first CTE takes the rows, the second stamps
  * them, and the final SELECT reads the first CTE, whose snapshot predates the stamp, so the
- * attempt returned is the one before this claim counted it.
+ * attempt returned is the one before this claim counted it. The stamp finds its rows through
+ * `id = ANY(ARRAY(…))`, which only the primary key's index answers: joined to the CTE instead,
+ * a claim of 250 rows from a 20,000-row table was planned as a hash join over a sequential scan
+ * of the whole table (5 of its 8 ms; at a million rows the planner chose the index itself).
  */
 function renderLeaseClaim(spec: TableSpec, columns: TableColumns): Statement {
   refuseUnbuiltClaims(spec, DATABASE);
   const id = identifier(spec.id.column);
-  const assignments = [sql`${identifier(requireLeaseColumn(spec))} = ${param('lockedUntil')}`];
-  if (spec.attempt !== undefined) {
-    const attempt = identifier(spec.attempt);
-    // Qualified: the claimed rows in FROM have an attempt column too.
-    assignments.push(sql`${attempt} = tablequeue_row.${attempt} + 1`);
-  }
   const claimed = skipLockedSelect(spec, columns, 'lease');
-  const stamp = sql`UPDATE ${tableOf(spec)} AS tablequeue_row SET ${joinSql(assignments, ', ')} FROM tablequeue_claimed WHERE tablequeue_row.${id} = tablequeue_claimed.${id}`;
+  const stamp = sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${id} = ANY(ARRAY(SELECT tablequeue_claimed.${id} FROM tablequeue_claimed))`;
   return renderStatement(
     style,
     'lease.claim',

@@ -4,10 +4,17 @@
  * names them. One text serves every count, so the server parses it once per connection.
  *
  * The arrays are text, and each element becomes a value of its column's own type through
- * `jsonb_populate_record(NULL::<table>, …)`, the column type's input function read from the
+ * `json_populate_recordset(NULL::<table>, …)`, the column type's input function read from the
  * table itself. That is what binding one value does (an untyped parameter compared with the
  * column), so ids of any type and tokens in `timestamp` or `timestamptz` columns compare exactly
- * as the one-row settlements do, without the dialect knowing the column types.
+ * as the one-row settlements do, without the dialect knowing the column types. One call types
+ * every row: a call per row (`jsonb_populate_record` in a lateral join) took 4.1 ms for 250
+ * rows where this takes 0.9 ms.
+ *
+ * The table is reached through `id = ANY(ARRAY(…))`, which the planner can only answer from the
+ * primary key's index. With a plain join it hashed a sequential scan of the whole table whenever
+ * the table was small enough for that to look cheaper than a few hundred index lookups: 3 ms for
+ * 250 rows of a 20,000-row table, where the index takes under 1 ms.
  */
 import type { TableSpec } from '../../table/table-spec.js';
 import { columnList, requireLeaseColumn, tableOf } from '../claim-clauses.js';
@@ -32,8 +39,10 @@ export function renderPostgresSettleMany(
   if (withDue && spec.retryAfter === undefined) return undefined;
   const settled = settledRows(spec, withDue);
   const table = tableOf(spec);
-  const matches = sql`tablequeue_row.${identifier(spec.id.column)} = tablequeue_settled.tablequeue_id AND tablequeue_row.${identifier(requireLeaseColumn(spec))} = tablequeue_settled.tablequeue_held`;
-  const returningId = sql`RETURNING tablequeue_row.${identifier(spec.id.column)}`;
+  const id = identifier(spec.id.column);
+  const byPrimaryKey = sql`tablequeue_row.${id} = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled))`;
+  const matches = sql`${byPrimaryKey} AND tablequeue_row.${id} = tablequeue_settled.tablequeue_id AND tablequeue_row.${identifier(requireLeaseColumn(spec))} = tablequeue_settled.tablequeue_held`;
+  const returningId = sql`RETURNING tablequeue_row.${id}`;
   const remove = sql`DELETE FROM ${table} AS tablequeue_row USING tablequeue_settled WHERE ${matches}`;
   const update = (assignment: SqlText | undefined): SqlText => {
     const clearLease = sql`${identifier(requireLeaseColumn(spec))} = NULL`;
@@ -70,17 +79,14 @@ function settledRows(spec: TableSpec, withDue: boolean): SqlText {
   const arrays = [sql`${param('ids')}::text[]`, sql`${param('helds')}::text[]`];
   const names = ['id', 'held'];
   const fields = [sql`${textLiteral(id)}, tablequeue_pair.id`, sql`${textLiteral(lease)}, tablequeue_pair.held`];
-  const selected = [
-    sql`tablequeue_typed.${identifier(id)} AS tablequeue_id`,
-    sql`tablequeue_typed.${identifier(lease)} AS tablequeue_held`,
-  ];
+  const selected = [sql`${identifier(id)} AS tablequeue_id`, sql`${identifier(lease)} AS tablequeue_held`];
   if (withDue && spec.retryAfter !== undefined) {
     arrays.push(sql`${param('retryAfterAts')}::text[]`);
     names.push('due');
     fields.push(sql`${textLiteral(spec.retryAfter)}, tablequeue_pair.due`);
-    selected.push(sql`tablequeue_typed.${identifier(spec.retryAfter)} AS tablequeue_due`);
+    selected.push(sql`${identifier(spec.retryAfter)} AS tablequeue_due`);
   }
   const pairs = sql`unnest(${joinSql(arrays, ', ')}) AS tablequeue_pair(${fixedSql(names.join(', '))})`;
-  const typed = sql`jsonb_populate_record(NULL::${tableOf(spec)}, jsonb_build_object(${joinSql(fields, ', ')})) AS tablequeue_typed`;
-  return sql`tablequeue_settled AS (SELECT ${joinSql(selected, ', ')} FROM ${pairs} CROSS JOIN LATERAL ${typed})`;
+  const records = sql`SELECT json_agg(json_build_object(${joinSql(fields, ', ')})) FROM ${pairs}`;
+  return sql`tablequeue_settled AS (SELECT ${joinSql(selected, ', ')} FROM json_populate_recordset(NULL::${tableOf(spec)}, (${records})))`;
 }
