@@ -73,8 +73,9 @@ async function runLoop(cycle: RawCycle, watch: DrainWatch, counts: { claims: num
 }
 
 /**
- * BEGIN, `SELECT … FOR UPDATE SKIP LOCKED` of one row (or a batch), a delete per row, COMMIT,
- * all on one connection: the service's row lock claim transaction.
+ * BEGIN, `SELECT … FOR UPDATE SKIP LOCKED` of one row (or a batch), the deletes (a batch's in
+ * one statement where the dialect has one, padded to a power of two of ids as the service
+ * renders it), COMMIT, all on one connection: the service's row lock claim transaction.
  */
 function createRowLockCycle(context: CycleContext): RawCycle {
   const { driver, dialect, spec, columns, batch, onHandled } = context;
@@ -88,7 +89,15 @@ function createRowLockCycle(context: CycleContext): RawCycle {
       await runAll(connection, begin);
       const rows = (await connection.execute(bindStatement(claim, { now: new Date(), limit: batch }))).rows;
       for (let index = 0; index < rows.length; index += 1) onHandled();
-      for (const row of rows) await connection.execute(bindStatement(finish, { id: row[spec.id.column] }));
+      const ids = rows.map((row) => row[spec.id.column]);
+      if (ids.length > 1 && dialect.rowLock.finishMany !== undefined) {
+        const finishMany = dialect.rowLock.finishMany(spec, powerOfTwoAtLeast(ids.length));
+        let next = 0;
+        const values = finishMany.params.map((param) => (param === 'id' ? ids[Math.min(next++, ids.length - 1)] : new Date()));
+        await connection.execute(bindPositional(finishMany, values));
+      } else {
+        for (const id of ids) await connection.execute(bindStatement(finish, { id }));
+      }
       await connection.execute(bindStatement(commit, {}));
       connection.release();
       return rows.length > 0;

@@ -9,7 +9,7 @@ import type { Contender, ContenderKind, ContenderRun } from './contender.js';
 /** The batch handler's size: rows per claim and per handler call. */
 export const SUITE_BATCH = 100;
 /** Rows the prefetching lease runs keep claimed ahead of their workers. */
-export const SUITE_PREFETCH = 64;
+export const SUITE_PREFETCH = 500;
 
 const EVERY_DATABASE: readonly BenchDatabaseName[] = ['postgres', 'mariadb', 'sqlite'];
 /** SQLite has no row locks: its tables take the lease form only. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Connection, QueryResult } from '../driver/driver.js';
 import { BatchRolledBackError, StatementError, TransactionEndedError } from '../errors.js';
 import type { BoundStatement, Statement } from '../statement.js';
-import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
+import { ClaimTransaction, MAX_FINISHES_PER_STATEMENT, type ClaimTransactionStatements } from './claim-transaction.js';
 
 const statement = (name: string): Statement => ({ name, sql: name, params: ['id'] });
 const sessionStatement = (name: string): Statement => ({ name, sql: name, params: [] });
@@ -16,6 +16,7 @@ const statements: ClaimTransactionStatements = {
     retryAfter: [statement('rowLock.retryAfter')],
     deadLetter: [statement('settle.deadLetter')],
   },
+  finishMany: (rowCount) => ({ name: 'rowLock.finishMany', sql: 'rowLock.finishMany', params: Array<'id'>(rowCount).fill('id') }),
 };
 
 /** A connection that records what ran on it and fails the statements it is told to. */
@@ -33,7 +34,7 @@ class RecordingConnection implements Connection {
       throw new StatementError({ statement: bound.name, database: 'test', cause: new Error('refused by the test') });
     }
     const what = bound.name === 'context.tx.query' ? bound.sql : bound.name;
-    this.ran.push(bound.values.length > 0 ? `${what} ${String(bound.values[0])}` : what);
+    this.ran.push(bound.values.length > 0 ? `${what} ${bound.values.map(String).join(',')}` : what);
     return { rows: [], affectedRows: 1, columns: [] };
   }
 
@@ -58,7 +59,7 @@ function claimOf(rowCount: number, transactional = false) {
 }
 
 describe('ClaimTransaction batches (row lock form)', () => {
-  it('settles every row of a batch in one transaction, each only once the last one committed', async () => {
+  it('settles every row of a batch in one transaction, each only once the last one committed; the finishes go together last', async () => {
     const { connection, rows } = claimOf(3);
     const settled: string[] = [];
     const first = rows[0]!.settle({ kind: 'finish' }).then(() => settled.push('1'));
@@ -67,8 +68,31 @@ describe('ClaimTransaction batches (row lock form)', () => {
     expect(settled).toEqual([]);
     await rows[2]!.settle({ kind: 'finish' });
     await Promise.all([first, second]);
-    expect(connection.ran).toEqual(['settle.finish 1', 'rowLock.retry 2', 'settle.finish 3', 'session.commit']);
+    expect(connection.ran).toEqual(['rowLock.retry 2', 'rowLock.finishMany 1,3', 'session.commit']);
     expect(connection.ending).toBe('released');
+  });
+
+  it('pads the grouped finish to a power of two with the last id, and splits it past the row limit', async () => {
+    const three = claimOf(3);
+    await Promise.all(three.rows.map((row) => row.settle({ kind: 'finish' })));
+    expect(three.connection.ran).toEqual(['rowLock.finishMany 1,2,3,3', 'session.commit']);
+    const many = claimOf(MAX_FINISHES_PER_STATEMENT + 3);
+    await Promise.all(many.rows.map((row) => row.settle({ kind: 'finish' })));
+    const counts = many.connection.ran.map((ran) => (ran === 'session.commit' ? ran : ran.split(',').length));
+    expect(counts).toEqual([MAX_FINISHES_PER_STATEMENT, 4, 'session.commit']);
+  });
+
+  it('a failed grouped finish fails every finished row with its error, and rolls back the others', async () => {
+    const { connection, rows } = claimOf(3);
+    connection.failOn('rowLock.finishMany');
+    const first = rows[0]!.settle({ kind: 'finish' });
+    const second = rows[1]!.settle({ kind: 'retry' });
+    const third = rows[2]!.settle({ kind: 'finish' });
+    await expect(first).rejects.toBeInstanceOf(StatementError);
+    await expect(third).rejects.toBeInstanceOf(StatementError);
+    await expect(second).rejects.toBeInstanceOf(BatchRolledBackError);
+    expect(connection.ran).toEqual(['rowLock.retry 2']);
+    expect(connection.ending).toBe('destroyed');
   });
 
   it('rolls the whole batch back when one settlement fails: that row gets its error, the others BatchRolledBackError', async () => {
@@ -87,7 +111,7 @@ describe('ClaimTransaction batches (row lock form)', () => {
       expect(error).toMatchObject({ id: row, subscription: 'jobs/emails', code: 'BATCH_ROLLED_BACK' });
       expect((error as Error).cause).toBeInstanceOf(StatementError);
     }
-    expect(connection.ran).toEqual(['settle.finish 1']);
+    expect(connection.ran).toEqual([]);
     expect(connection.ending).toBe('destroyed');
   });
 

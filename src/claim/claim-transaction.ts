@@ -2,7 +2,8 @@ import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Connection } from '../driver/driver.js';
 import { BatchRolledBackError } from '../errors.js';
 import { createDeferred } from '../internal/deferred.js';
-import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
+import { bindPositional, bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { commitsHandlerWrites, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
 
 /** The statements a claim transaction runs after the claim, rendered once when the subscription opens. */
@@ -11,7 +12,16 @@ export interface ClaimTransactionStatements {
   /** Transactional mode: undoes the handler's writes, back to the savepoint set after the claim. */
   readonly rollbackToSavepoint: Statement;
   readonly settlements: Readonly<Record<Settlement['kind'], Statement[]>>;
+  /**
+   * Finishes (ack, drop) of `rowCount` rows in one statement, where the dialect has one. A
+   * batch's finishes then wait for its last settlement and go together before the commit,
+   * instead of one round trip per row while the transaction holds the batch.
+   */
+  readonly finishMany: ((rowCount: number) => Statement) | undefined;
 }
+
+/** Rows per grouped finish: the statement is padded to a power of two up to this, then split. */
+export const MAX_FINISHES_PER_STATEMENT = 256;
 
 export interface ClaimTransactionOptions {
   readonly statements: ClaimTransactionStatements;
@@ -26,10 +36,12 @@ export interface ClaimTransactionOptions {
 /**
  * The open transaction of one row lock claim, shared by the rows it took (a batch, or one row).
  * Each row's settlement runs its statements in it; the last one commits and returns the
- * connection, so the settlements take effect together. A failed statement ends the session: the
- * server rolls the whole claim back and every row returns to the queue as it was. The row whose
- * statement failed gets that error; the others get `BatchRolledBackError`, whether they settled
- * before or after it, since their settlements never took effect.
+ * connection, so the settlements take effect together. The finishes of a batch wait for the
+ * last settlement and run as one statement just before the commit. A failed statement ends the
+ * session: the server rolls the whole claim back and every row returns to the queue as it was.
+ * The rows whose statement failed get that error (every finished row, when the grouped finish
+ * failed); the others get `BatchRolledBackError`, whether they settled before or after it,
+ * since their settlements never took effect.
  */
 export class ClaimTransaction {
   readonly #options: ClaimTransactionOptions;
@@ -38,6 +50,10 @@ export class ClaimTransaction {
   #failure: unknown;
   #queue: Promise<unknown> = Promise.resolve();
   #handlerTransaction: DeliveryTransaction | undefined;
+  /** A batch's finished rows, waiting for the grouped finish before the commit. */
+  readonly #finished: ClaimedRow[] = [];
+  /** The finished rows of a grouped finish that failed: the failure is theirs, not a rollback. */
+  #failedFinishes: ReadonlySet<ClaimedRow> | undefined;
 
   constructor(options: ClaimTransactionOptions) {
     this.#options = options;
@@ -87,6 +103,7 @@ export class ClaimTransaction {
     try {
       await this.#ended.promise;
     } catch (failure) {
+      if (this.#failedFinishes?.has(claimed)) throw failure;
       throw new BatchRolledBackError({ id: claimed.id, subscription: this.#options.subscription, cause: failure });
     }
   }
@@ -102,6 +119,11 @@ export class ClaimTransaction {
       destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
       lastError: settlement.kind === 'deadLetter' ? settlement.lastError : undefined,
     };
+    if (settlement.kind === 'finish' && this.#options.rowCount > 1 && this.#options.statements.finishMany !== undefined) {
+      this.#finished.push(claimed);
+      await this.#finishRow();
+      return;
+    }
     try {
       if (!commitsHandlerWrites(settlement)) await this.#rollBackHandlerWrites();
       this.#handlerTransaction?.endLoan();
@@ -140,6 +162,13 @@ export class ClaimTransaction {
     if (this.#open > 0 || this.#failure !== undefined) return;
     const { connection, statements } = this.#options;
     try {
+      await this.#finishTogether();
+    } catch (error) {
+      this.#failedFinishes = new Set(this.#finished);
+      this.#fail(error);
+      return;
+    }
+    try {
       await connection.execute(bindStatement(statements.commit, {}));
     } catch (error) {
       this.#fail(error);
@@ -148,6 +177,19 @@ export class ClaimTransaction {
     connection.release();
     this.#handlerTransaction?.committed();
     this.#ended.resolve();
+  }
+
+  /** The batch's finishes, as few statements as the row limit allows. */
+  async #finishTogether(): Promise<void> {
+    const { connection, statements } = this.#options;
+    const now = new Date();
+    for (let first = 0; first < this.#finished.length; first += MAX_FINISHES_PER_STATEMENT) {
+      const ids = this.#finished.slice(first, first + MAX_FINISHES_PER_STATEMENT).map((row) => row.idValue);
+      const statement = statements.finishMany!(powerOfTwoAtLeast(ids.length));
+      let next = 0;
+      const values = statement.params.map((param) => (param === 'id' ? ids[Math.min(next++, ids.length - 1)] : ({ now } as ParamValues)[param]));
+      await connection.execute(bindPositional(statement, values));
+    }
   }
 
   #fail(error: unknown): void {

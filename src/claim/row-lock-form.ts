@@ -36,7 +36,8 @@ export class RowLockForm implements ClaimForm {
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
     const { guard, claim, settlements } = this.#statements;
-    return [...(guard ? [guard] : []), claim, ...Object.values(settlements).flat()];
+    const finishMany = this.#statements.finishMany?.(1);
+    return [...(guard ? [guard] : []), claim, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : [])];
   }
 
   async claim(limit: number, now: Date): Promise<HeldRow[]> {
@@ -79,6 +80,8 @@ function renderRowLockStatements(context: FormContext): RowLockStatements {
   const { dialect, spec, columns, deadLetter } = context;
   const retry = dialect.rowLock.retry(spec);
   const retryAfter = dialect.rowLock.retryAfter(spec) ?? retry;
+  const finishMany = new Map<number, Statement>();
+  const renderFinishMany = dialect.rowLock.finishMany;
   return {
     begin: dialect.session.begin({ isolation: spec.isolation }),
     guard: dialect.fifo.guard(spec),
@@ -92,6 +95,14 @@ function renderRowLockStatements(context: FormContext): RowLockStatements {
       retry: retry ? [retry] : [],
       retryAfter: retryAfter ? [retryAfter] : [],
       deadLetter: deadLetter ? dialect.settle.deadLetter(spec, columns, deadLetter, { fenced: false }) : [],
+    },
+    finishMany: renderFinishMany === undefined ? undefined : (rowCount) => {
+      let statement = finishMany.get(rowCount);
+      if (statement === undefined) {
+        statement = renderFinishMany(spec, rowCount);
+        finishMany.set(rowCount, statement);
+      }
+      return statement;
     },
   };
 }

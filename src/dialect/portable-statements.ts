@@ -100,6 +100,19 @@ export function createRowLockStatements(style: SqlStyle, database: string): RowL
   };
 }
 
+export function renderRowLockFinishMany(style: SqlStyle, spec: TableSpec, rowCount: number): Statement {
+  if (!Number.isInteger(rowCount) || rowCount < 1) {
+    throw new TypeError(`rowLock.finishMany needs a whole number of rows of at least 1, got ${rowCount}`);
+  }
+  const ids = joinSql(Array.from({ length: rowCount }, () => param('id')), ', ');
+  const where = sql`${identifier(spec.id.column)} IN (${ids})`;
+  const write =
+    spec.processedAt === undefined
+      ? sql`DELETE FROM ${tableOf(spec)}`
+      : sql`UPDATE ${tableOf(spec)} SET ${identifier(spec.processedAt)} = ${nowOf(spec)}`;
+  return renderStatement(style, 'rowLock.finishMany', sql`${write} WHERE ${where}`);
+}
+
 function renderRowLockRetry(style: SqlStyle, spec: TableSpec): Statement | undefined {
   if (spec.attempt === undefined) return undefined;
   return renderStatement(

@@ -116,6 +116,12 @@ describe('mysql rowLock.retry and rowLock.retryAfter', () => {
   });
 });
 
+describe('mysql rowLock.finishMany', () => {
+  it('is absent: each row of a batch is finished by its own statement', () => {
+    expect(mysql.rowLock.finishMany).toBeUndefined();
+  });
+});
+
 describe('mysql lease.claim', () => {
   it('selects with row locks in a read committed transaction, then stamps each row', () => {
     const claim = mysql.lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns);

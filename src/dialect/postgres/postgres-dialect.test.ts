@@ -107,6 +107,25 @@ describe('postgres rowLock.retry', () => {
   });
 });
 
+describe('postgres rowLock.finishMany', () => {
+  it('deletes the rows of a batch in one statement, the id repeated once per row', () => {
+    expect(statementText(postgres.rowLock.finishMany!(minimalTable.spec, 4))).toEqual({
+      name: 'rowLock.finishMany',
+      sql: 'DELETE FROM "jobs" WHERE "id" IN ($1, $2, $3, $4)',
+      params: ['id', 'id', 'id', 'id'],
+    });
+  });
+
+  it('marks them finished on a table with processed_at, and refuses a row count below one', () => {
+    expect(statementText(postgres.rowLock.finishMany!(everyRoleTable.spec, 2))).toEqual({
+      name: 'rowLock.finishMany',
+      sql: 'UPDATE "email_jobs" SET "processed_at" = $1 WHERE "job_id" IN ($2, $3)',
+      params: ['now', 'id', 'id'],
+    });
+    expect(() => postgres.rowLock.finishMany!(minimalTable.spec, 0)).toThrow(/at least 1/);
+  });
+});
+
 describe('postgres rowLock.retryAfter', () => {
   it('delays the row and counts the attempt', () => {
     expect(statementText(postgres.rowLock.retryAfter(everyRoleTable.spec)!)).toEqual({

@@ -35,6 +35,7 @@ import {
   refuseSqliteBeginMode,
   renderInsertRows,
   renderProbeColumns,
+  renderRowLockFinishMany,
 } from '../portable-statements.js';
 import { DOUBLE_QUOTE_STYLE, identifier, param, renderStatement, sql, textLiteral, type SqlStyle } from '../quoting.js';
 import { renderPostgresCreateTable } from './postgres-ddl.js';
@@ -58,7 +59,10 @@ export function createPostgresDialect(): Dialect {
       serverVersion: () =>
         renderStatement(style, 'session.serverVersion', sql`SELECT current_setting('server_version_num') AS version`),
     }),
-    rowLock: Object.freeze(createRowLockStatements(style, DATABASE)),
+    rowLock: Object.freeze({
+      ...createRowLockStatements(style, DATABASE),
+      finishMany: (spec: TableSpec, rowCount: number) => renderRowLockFinishMany(style, spec, rowCount),
+    }),
     lease: Object.freeze({
       claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => {
         const statement = renderLeaseClaim(spec, columns);
