@@ -122,11 +122,18 @@ export function aimRows(results: SuiteResults): AimRow[] {
   const bestPerJobPeer = best(PER_JOB_PEERS.map((id) => find('postgres', 16, id)).filter((point) => point !== undefined));
   compare('PostgreSQL, per-message row lock, workers 16 ≥ best per-job peer', 1, find('postgres', 16, 'service.rowLock'), bestPerJobPeer);
   compare('PostgreSQL, per-message lease, workers 16 ≥ best per-job peer', 1, find('postgres', 16, 'service.lease'), bestPerJobPeer);
-  compare('PostgreSQL, lease coalesced, workers 16 ≥ graphile-worker localQueue', 1, find('postgres', 16, 'service.leaseCoalesced'), find('postgres', 16, 'peer.graphileWorkerLocalQueue'));
+  const localQueue = find('postgres', 16, 'peer.graphileWorkerLocalQueue');
+  compare('PostgreSQL, lease coalesced, workers 16 ≥ graphile-worker localQueue', 1, find('postgres', 16, 'service.leaseCoalesced'), localQueue);
+  // Its local queue is rows fetched ahead; prefetch is the same thing, so it is held to it too.
+  compare('PostgreSQL, lease coalesced with prefetch, workers 16 ≥ graphile-worker localQueue', 1, find('postgres', 16, 'service.leaseCoalescedPrefetch'), localQueue);
   compare('PostgreSQL, row lock batch 100, workers 16 ≥ 0.8 raw batched loop', 0.8, find('postgres', 16, 'service.rowLockBatch'), find('postgres', 16, 'raw.rowLockBatch'));
   compare('PostgreSQL, lease batch 100, workers 16 ≥ 0.8 raw batched loop', 0.8, find('postgres', 16, 'service.leaseBatch'), find('postgres', 16, 'raw.leaseBatch'));
-  for (const lease of ['service.lease', 'service.leaseCoalesced']) {
-    const label = lease === 'service.lease' ? 'lease' : 'lease coalesced';
+  const sqliteLabels: Record<string, string> = {
+    'service.lease': 'lease',
+    'service.leaseCoalesced': 'lease coalesced',
+    'service.leaseCoalescedPrefetch': 'lease coalesced with prefetch',
+  };
+  for (const [lease, label] of Object.entries(sqliteLabels)) {
     compare(`SQLite, ${label}, workers 4 ≥ 2 × plainjob`, 2, find('sqlite', 4, lease), find('sqlite', 4, 'peer.plainjob'));
     compare(`SQLite, ${label}, workers 4 ≥ 0.8 raw loop`, 0.8, find('sqlite', 4, lease), find('sqlite', 4, 'raw.lease'));
   }
