@@ -63,24 +63,18 @@ export class ClaimTransaction {
   }
 
   hold(claimed: ClaimedRow): HeldRow {
-    const transaction = this.#lendTransaction(claimed);
-    let settled = false;
-    const once = (run: () => Promise<void>) => {
-      if (settled) return Promise.reject(new TypeError(`row ${claimed.id} was already settled`));
-      settled = true;
-      return this.#serial(run);
-    };
-    return {
-      ...claimed,
-      transaction,
-      settle: async (settlement) => {
-        await once(() => this.#settle(claimed, settlement));
-        await this.#untilCommitted(claimed);
-      },
-      // The row returns to the queue whether the claim commits or rolls back: nothing to wait for.
-      handBack: () => once(() => this.#handBack()),
-    };
+    return new ClaimTransactionRow(claimed, this.#lendTransaction(claimed), this.#rowSettler);
   }
+
+  /** What every row of this claim settles through; one per claim, not one per row. */
+  readonly #rowSettler: RowSettler = {
+    settle: async (claimed, settlement) => {
+      await this.#serial(() => this.#settle(claimed, settlement));
+      await this.#untilCommitted(claimed);
+    },
+    // The row returns to the queue whether the claim commits or rolls back: nothing to wait for.
+    handBack: () => this.#serial(() => this.#handBack()),
+  };
 
   /** Transactional mode lends the claim's one row the transaction, from its savepoint on. */
   #lendTransaction(claimed: ClaimedRow): DeliveryTransaction | undefined {
@@ -199,5 +193,51 @@ export class ClaimTransaction {
     this.#options.connection.destroy();
     this.#handlerTransaction?.rolledBack();
     this.#ended.reject(error);
+  }
+}
+
+interface RowSettler {
+  settle(claimed: ClaimedRow, settlement: Settlement): Promise<void>;
+  handBack(): Promise<void>;
+}
+
+/**
+ * A row of the claim, settled or handed back once. A class rather than an object of closures:
+ * a batch makes one per row, and its methods are shared.
+ */
+class ClaimTransactionRow implements HeldRow {
+  readonly row: Record<string, unknown>;
+  readonly id: string;
+  readonly idValue: unknown;
+  readonly attempt: number;
+  readonly transaction: DeliveryTransaction | undefined;
+  /** The claimed row itself: the transaction knows its rows by this object. */
+  readonly #claimed: ClaimedRow;
+  readonly #settler: RowSettler;
+  #isSettled = false;
+
+  constructor(claimed: ClaimedRow, transaction: DeliveryTransaction | undefined, settler: RowSettler) {
+    this.row = claimed.row;
+    this.id = claimed.id;
+    this.idValue = claimed.idValue;
+    this.attempt = claimed.attempt;
+    this.transaction = transaction;
+    this.#claimed = claimed;
+    this.#settler = settler;
+  }
+
+  settle(settlement: Settlement): Promise<void> {
+    return this.#once() ?? this.#settler.settle(this.#claimed, settlement);
+  }
+
+  handBack(): Promise<void> {
+    return this.#once() ?? this.#settler.handBack();
+  }
+
+  /** A rejection when the row was already settled; undefined the first time. */
+  #once(): Promise<void> | undefined {
+    if (this.#isSettled) return Promise.reject(new TypeError(`row ${this.id} was already settled`));
+    this.#isSettled = true;
+    return undefined;
   }
 }

@@ -154,19 +154,10 @@ export class LeaseForm implements ClaimForm {
   #hold(claimed: ClaimedRow, lockedUntil: Date, delivery: LeaseDeliveryTransaction | undefined): HeldRow {
     const slot = new LeaseSlot(claimed.id, claimed.idValue, lockedUntil);
     this.#book.add(slot);
-    let isDone = false;
-    const once = (run: () => Promise<void>) => {
-      if (isDone) return Promise.reject(new TypeError(`row ${claimed.id} was already settled`));
-      isDone = true;
-      return run();
-    };
-    return {
-      ...claimed,
-      transaction: delivery?.lent,
-      settle: (settlement) => once(() => this.#settle(slot, settlement, delivery)),
-      handBack: () => once(() => this.#settle(slot, { kind: 'retry' }, delivery)),
-    };
+    return new LeaseHeldRow(claimed, slot, delivery, this.#settleSlot);
   }
+
+  readonly #settleSlot: SettleSlot = (slot, settlement, delivery) => this.#settle(slot, settlement, delivery);
 
   /**
    * Opens the delivery's transaction on the connection the claim committed on. When it cannot
@@ -356,6 +347,49 @@ export class LeaseForm implements ClaimForm {
       this.#options.onLost();
     }
     return new LeaseLostError({ id: slot.id, subscription: this.#context.subscription });
+  }
+}
+
+type SettleSlot = (slot: LeaseSlot, settlement: Settlement, delivery: LeaseDeliveryTransaction | undefined) => Promise<void>;
+
+/**
+ * A row the lease form holds, settled or handed back once. A class rather than an object of
+ * closures: a drain makes one per message, and its methods are shared.
+ */
+class LeaseHeldRow implements HeldRow {
+  readonly row: Record<string, unknown>;
+  readonly id: string;
+  readonly idValue: unknown;
+  readonly attempt: number;
+  readonly transaction: HeldRow['transaction'];
+  readonly #slot: LeaseSlot;
+  readonly #delivery: LeaseDeliveryTransaction | undefined;
+  readonly #settleSlot: SettleSlot;
+  #isDone = false;
+
+  constructor(claimed: ClaimedRow, slot: LeaseSlot, delivery: LeaseDeliveryTransaction | undefined, settleSlot: SettleSlot) {
+    this.row = claimed.row;
+    this.id = claimed.id;
+    this.idValue = claimed.idValue;
+    this.attempt = claimed.attempt;
+    this.transaction = delivery?.lent;
+    this.#slot = slot;
+    this.#delivery = delivery;
+    this.#settleSlot = settleSlot;
+  }
+
+  settle(settlement: Settlement): Promise<void> {
+    return this.#once(settlement);
+  }
+
+  handBack(): Promise<void> {
+    return this.#once({ kind: 'retry' });
+  }
+
+  #once(settlement: Settlement): Promise<void> {
+    if (this.#isDone) return Promise.reject(new TypeError(`row ${this.id} was already settled`));
+    this.#isDone = true;
+    return this.#settleSlot(this.#slot, settlement, this.#delivery);
   }
 }
 
