@@ -122,6 +122,8 @@ export function aimRows(results: SuiteResults): AimRow[] {
   const bestPerJobPeer = best(PER_JOB_PEERS.map((id) => find('postgres', 16, id)).filter((point) => point !== undefined));
   compare('PostgreSQL, per-message row lock, workers 16 ≥ best per-job peer', 1, find('postgres', 16, 'service.rowLock'), bestPerJobPeer);
   compare('PostgreSQL, per-message lease, workers 16 ≥ best per-job peer', 1, find('postgres', 16, 'service.lease'), bestPerJobPeer);
+  // Coalescing is the lease form's default and keeps an outcome and a token check per message.
+  compare('PostgreSQL, per-message lease as configured by default (coalesced), workers 16 ≥ best per-job peer', 1, find('postgres', 16, 'service.leaseCoalesced'), bestPerJobPeer);
   const localQueue = find('postgres', 16, 'peer.graphileWorkerLocalQueue');
   compare('PostgreSQL, lease coalesced, workers 16 ≥ graphile-worker localQueue', 1, find('postgres', 16, 'service.leaseCoalesced'), localQueue);
   // Its local queue is rows fetched ahead; prefetch is the same thing, so it is held to it too.
