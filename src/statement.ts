@@ -71,3 +71,36 @@ export function bindPositional(statement: Statement, values: readonly unknown[])
   }
   return { name: statement.name, sql: statement.sql, values };
 }
+
+/** The parameters a statement rendered for many rows repeats once per row. */
+export type RowParam = 'id' | 'held' | 'retryAfterAt';
+
+const ROW_PARAMS: ReadonlySet<ParamName> = new Set<RowParam>(['id', 'held', 'retryAfterAt']);
+
+/**
+ * Binds a statement rendered for a number of rows that repeats row parameters once per row:
+ * occurrence `k` of a row parameter takes row `k` modulo the row count, which is the number of
+ * occurrences of `countedBy` (a parameter each row has once). Rows short of the count are padded
+ * with the last row, which changes nothing twice. Other parameters take `shared` values.
+ */
+export function bindRepeated(
+  statement: Statement,
+  rows: readonly Partial<Record<RowParam, unknown>>[],
+  shared: ParamValues,
+  countedBy: RowParam,
+): BoundStatement {
+  const occurrences: Partial<Record<RowParam, number>> = {};
+  const rowCount = statement.params.filter((name) => name === countedBy).length;
+  const last = rows[rows.length - 1]!;
+  const values = statement.params.map((param) => {
+    if (!ROW_PARAMS.has(param)) {
+      if (!(param in shared)) throw new TypeError(`statement "${statement.name}" needs a value for parameter "${param}"`);
+      return shared[param];
+    }
+    const rowParam = param as RowParam;
+    const occurrence = occurrences[rowParam] ?? 0;
+    occurrences[rowParam] = occurrence + 1;
+    return (rows[occurrence % rowCount] ?? last)[rowParam];
+  });
+  return { name: statement.name, sql: statement.sql, values };
+}

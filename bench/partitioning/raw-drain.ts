@@ -1,12 +1,11 @@
 import { DEFAULT_LEASE_MS } from '../../src/broker/broker-options.js';
-import { bindRepeated } from '../../src/claim/lease-coalesced-settlements.js';
 import { leaseExpiry } from '../../src/claim/lease-book.js';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Dialect, LeaseSettleMany, TableColumns } from '../../src/dialect/dialect.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { powerOfTwoAtLeast } from '../../src/internal/power-of-two.js';
-import { bindPositional, bindStatement, type ParamValues, type Statement } from '../../src/statement.js';
+import { bindRepeated, bindStatement, type Statement } from '../../src/statement.js';
 import type { TableSpec } from '../../src/table/table-spec.js';
 import { DrainWatch, settlesWithin, type DrainMeasurement, type DrainRun } from './drain-watch.js';
 
@@ -92,9 +91,7 @@ function createRowLockCycle(context: CycleContext): RawCycle {
       const ids = rows.map((row) => row[spec.id.column]);
       if (ids.length > 1 && dialect.rowLock.finishMany !== undefined) {
         const finishMany = dialect.rowLock.finishMany(spec, powerOfTwoAtLeast(ids.length));
-        let next = 0;
-        const values = finishMany.params.map((param) => (param === 'id' ? ids[Math.min(next++, ids.length - 1)] : new Date()));
-        await connection.execute(bindPositional(finishMany, values));
+        await connection.execute(bindRepeated(finishMany, ids.map((id) => ({ id })), { now: new Date() }, 'id'));
       } else {
         for (const id of ids) await connection.execute(bindStatement(finish, { id }));
       }
@@ -133,11 +130,8 @@ function createLeaseCycle(context: CycleContext): RawCycle {
       if (selected.length > 1 && claim.stampAll !== undefined) {
         // The service's stamp of a whole claim, padded to a power of two as it pads.
         const stampAll = claim.stampAll(powerOfTwoAtLeast(selected.length));
-        let next = 0;
-        const stampValues = stampAll.params.map((param) =>
-          param === 'id' ? selected[Math.min(next++, selected.length - 1)]![spec.id.column] : (values as ParamValues)[param],
-        );
-        const { affectedRows } = await connection.execute(bindPositional(stampAll, stampValues));
+        const stampRows = selected.map((row) => ({ id: row[spec.id.column] }));
+        const { affectedRows } = await connection.execute(bindRepeated(stampAll, stampRows, values, 'id'));
         await connection.execute(bindStatement(commit, {}));
         return { rows: selected, isTaken: affectedRows < selected.length };
       }
@@ -192,7 +186,7 @@ function createFinishMany(context: CycleContext): FinishMany {
     const bind = (statement: Statement) =>
       settleMany.rowParams === 'arrays'
         ? bindStatement(statement, { now: new Date(), ids: ids.map(String), helds: ids.map(() => held) })
-        : bindRepeated(statement, ids.map((id) => ({ id, held })), { now: new Date() });
+        : bindRepeated(statement, ids.map((id) => ({ id, held })), { now: new Date() }, 'held');
     if (settleMany.kind === 'returning') return (await connection.execute(bind(settleMany.statement))).rows.length;
     await runAll(connection, settleMany.begin);
     const locked = (await connection.execute(bind(settleMany.lock))).rows.length;

@@ -3,7 +3,7 @@ import type { Connection } from '../driver/driver.js';
 import { BatchRolledBackError } from '../errors.js';
 import { createDeferred } from '../internal/deferred.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
-import { bindPositional, bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { commitsHandlerWrites, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
 
 /** The statements a claim transaction runs after the claim, rendered once when the subscription opens. */
@@ -180,9 +180,7 @@ export class ClaimTransaction {
     for (let first = 0; first < this.#finished.length; first += MAX_FINISHES_PER_STATEMENT) {
       const ids = this.#finished.slice(first, first + MAX_FINISHES_PER_STATEMENT).map((row) => row.idValue);
       const statement = statements.finishMany!(powerOfTwoAtLeast(ids.length));
-      let next = 0;
-      const values = statement.params.map((param) => (param === 'id' ? ids[Math.min(next++, ids.length - 1)] : ({ now } as ParamValues)[param]));
-      await connection.execute(bindPositional(statement, values));
+      await connection.execute(bindRepeated(statement, ids.map((id) => ({ id })), { now }, 'id'));
     }
   }
 

@@ -2,10 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDialect } from '../dialect/create-dialect.js';
 import { createDriver } from '../driver/create-driver.js';
 import type { Connection, Driver } from '../driver/driver.js';
-import type { BoundStatement, Statement } from '../statement.js';
+import type { BoundStatement } from '../statement.js';
 import { createTableSpec } from '../table/table-spec.js';
 import { LeaseSlot } from './lease-book.js';
-import { bindRepeated, LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
+import { LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
 
 const spec = createTableSpec({ table: 'jobs', id: 'id', retryAfter: 'due', lockedUntil: 'locked_until' });
 const columns = ['id', 'due', 'locked_until'];
@@ -110,31 +110,5 @@ describe('LeaseCoalescedSettlements on SQLite in memory', () => {
       'lease.settleMany.retryAfter',
       'lease.settleMany.release',
     ]);
-  });
-});
-
-describe('bindRepeated', () => {
-  const statement: Statement = {
-    name: 'lease.settleMany.retryAfter',
-    sql: 'UPDATE t SET due = CASE id WHEN ? THEN ? WHEN ? THEN ? END WHERE ((id = ? AND l = ?) OR (id = ? AND l = ?)) AND n = ?',
-    params: ['id', 'retryAfterAt', 'id', 'retryAfterAt', 'id', 'held', 'id', 'held', 'now'],
-  };
-
-  it('gives occurrence k of a row parameter to row k modulo the row count, and shared values as they are', () => {
-    const rows = [
-      { id: 1, held: 'a', retryAfterAt: 'x' },
-      { id: 2, held: 'b', retryAfterAt: 'y' },
-    ];
-    expect(bindRepeated(statement, rows, { now: 'now' }).values).toEqual([1, 'x', 2, 'y', 1, 'a', 2, 'b', 'now']);
-  });
-
-  it('pads a short list with its last row', () => {
-    expect(bindRepeated(statement, [{ id: 1, held: 'a', retryAfterAt: 'x' }], { now: 'now' }).values).toEqual([
-      1, 'x', 1, 'x', 1, 'a', 1, 'a', 'now',
-    ]);
-  });
-
-  it('refuses a statement whose shared parameter has no value', () => {
-    expect(() => bindRepeated(statement, [{ id: 1, held: 'a' }], {})).toThrow(/needs a value for parameter "now"/);
   });
 });

@@ -1,7 +1,7 @@
 import type { DeadLetterTarget, Dialect, LeaseSettleMany, LeaseSettleManyRequest, TableColumns } from '../dialect/dialect.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
-import { bindStatement, type BoundStatement, type ParamName, type ParamValues, type Statement } from '../statement.js';
+import { bindRepeated, bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { Settlement } from './claim-form.js';
 import type { LeaseSlot } from './lease-book.js';
@@ -36,12 +36,6 @@ interface Pending {
   readonly settlement: Settlement;
   readonly answer: Deferred<CoalescedAnswer>;
 }
-
-/** The values each row brings to a statement that settles many. */
-const ROW_PARAMS = { id: 'ids', held: 'helds', retryAfterAt: 'retryAfterAts' } as const satisfies Partial<
-  Record<ParamName, ParamName>
->;
-type RowParam = keyof typeof ROW_PARAMS;
 
 /**
  * Settlement coalescing for the lease form: settlements that arrive within a window go to the
@@ -157,7 +151,7 @@ export class LeaseCoalescedSettlements {
         retryAfterAts: rows.map((row) => row.retryAfterAt),
       });
     }
-    return bindRepeated(statement, rows, shared);
+    return bindRepeated(statement, rows, shared, 'held');
   }
 
   #requestOf(kind: Settlement['kind'], itemCount: number): LeaseSettleManyRequest {
@@ -184,33 +178,6 @@ export class LeaseCoalescedSettlements {
     this.#rendered.set(key, rendered);
     return rendered;
   }
-}
-
-/**
- * Binds a statement that repeats `id`, `held` and `retryAfterAt` once per row: occurrence `k`
- * of such a parameter takes row `k` modulo the row count, which is the number of `held`s (one
- * per row in every shape). Rows short of the count are padded with the last row, which settles
- * nothing twice.
- */
-export function bindRepeated(
-  statement: Statement,
-  rows: readonly Partial<Record<RowParam, unknown>>[],
-  shared: ParamValues,
-): BoundStatement {
-  const occurrences: Partial<Record<RowParam, number>> = {};
-  const rowCount = statement.params.filter((name) => name === 'held').length;
-  const last = rows[rows.length - 1]!;
-  const values = statement.params.map((param) => {
-    if (!(param in ROW_PARAMS)) {
-      if (!(param in shared)) throw new TypeError(`statement "${statement.name}" needs a value for parameter "${param}"`);
-      return shared[param];
-    }
-    const rowParam = param as RowParam;
-    const occurrence = occurrences[rowParam] ?? 0;
-    occurrences[rowParam] = occurrence + 1;
-    return (rows[occurrence % rowCount] ?? last)[rowParam];
-  });
-  return { name: statement.name, sql: statement.sql, values };
 }
 
 function roundUpToPowerOfTwo(count: number): number {

@@ -1,8 +1,9 @@
-import { GROUP_GUARD_COLUMN, type LeaseClaim } from '../dialect/dialect.js';
+import type { LeaseClaim } from '../dialect/dialect.js';
 import type { Connection } from '../driver/driver.js';
 import { LeaseLostError } from '../errors.js';
-import { bindPositional, bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { commitsHandlerWrites, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
+import { ownsGroup, runSingleClaim } from './claim-guard.js';
 import type { FormContext } from './form-context.js';
 import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
 import { LeaseClaimGatherer } from './lease-claim-gatherer.js';
@@ -125,7 +126,7 @@ export class LeaseForm implements ClaimForm {
     try {
       rows =
         claim.kind === 'single'
-          ? await this.#single(connection, claim, values)
+          ? await runSingleClaim(connection, claim, values, this.#statements)
           : await this.#selectThenStamp(connection, claim, values);
     } catch (error) {
       connection.destroy();
@@ -177,20 +178,6 @@ export class LeaseForm implements ClaimForm {
     return this.#hold(claimed, lockedUntil, delivery);
   }
 
-  /** Postgres and SQLite: one statement; on a guarded FIFO claim, inside its own transaction. */
-  async #single(
-    connection: Connection,
-    claim: Extract<LeaseClaim, { kind: 'single' }>,
-    values: ParamValues,
-  ): Promise<Record<string, unknown>[]> {
-    if (claim.guarded === undefined) return (await connection.execute(bindStatement(claim.statement, values))).rows;
-    for (const statement of claim.guarded.begin) await connection.execute(bindStatement(statement, {}));
-    if (!(await this.#ownsGroup(connection, claim.guarded.guard, values))) return [];
-    const rows = (await connection.execute(bindStatement(claim.statement, values))).rows;
-    await connection.execute(bindStatement(this.#statements.commit, {}));
-    return rows;
-  }
-
   /** MySQL/MariaDB: select with row locks, stamp each row still claimable, commit. */
   async #selectThenStamp(
     connection: Connection,
@@ -199,15 +186,13 @@ export class LeaseForm implements ClaimForm {
   ): Promise<Record<string, unknown>[]> {
     const { spec } = this.#context;
     for (const statement of claim.begin) await connection.execute(bindStatement(statement, {}));
-    if (claim.guard !== undefined && !(await this.#ownsGroup(connection, claim.guard, values))) return [];
+    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values, this.#statements.rollback))) return [];
     const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
     if (selected.length > 1 && claim.stampAll !== undefined) {
       const ids = selected.map((row) => row[spec.id.column]);
-      const stampAll = this.#stampAllFor(claim.stampAll, ids.length);
-      let next = 0;
       // Padded to a power of two with the last id, so few texts are ever prepared.
-      const stampValues = stampAll.params.map((param) => (param === 'id' ? ids[Math.min(next++, ids.length - 1)] : values[param]));
-      const { affectedRows } = await connection.execute(bindPositional(stampAll, stampValues));
+      const stampAll = this.#stampAllFor(claim.stampAll, ids.length);
+      const { affectedRows } = await connection.execute(bindRepeated(stampAll, ids.map((id) => ({ id })), values, 'id'));
       // The select locked every row it returned; if one was not stamped, which one is unknown, so
       // the claim takes nothing and its rows stay where they were.
       if (affectedRows !== ids.length) {
@@ -234,17 +219,6 @@ export class LeaseForm implements ClaimForm {
       this.#stampAll.set(rowCount, statement);
     }
     return statement;
-  }
-
-  /**
-   * Runs the FIFO group guard in the open claim transaction. When another claim owns the group
-   * it rolls back, dropping whatever the guard locked, and the claim takes nothing.
-   */
-  async #ownsGroup(connection: Connection, guard: Statement, values: ParamValues): Promise<boolean> {
-    const answer = (await connection.execute(bindStatement(guard, values))).rows[0];
-    if (Number(answer?.[GROUP_GUARD_COLUMN]) === 1) return true;
-    await connection.execute(bindStatement(this.#statements.rollback, {}));
-    return false;
   }
 
   /**

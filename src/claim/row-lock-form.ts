@@ -1,6 +1,6 @@
 import { bindStatement, type Statement } from '../statement.js';
-import { GROUP_GUARD_COLUMN } from '../dialect/dialect.js';
 import type { ClaimForm, HeldRow } from './claim-form.js';
+import { ownsGroup } from './claim-guard.js';
 import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
 import type { FormContext } from './form-context.js';
 import { readClaimedRow } from './row-values.js';
@@ -47,14 +47,10 @@ export class RowLockForm implements ClaimForm {
     let rows: Record<string, unknown>[];
     try {
       for (const statement of statements.begin) await connection.execute(bindStatement(statement, {}));
-      if (statements.guard !== undefined) {
-        const answer = (await connection.execute(bindStatement(statements.guard, { group }))).rows[0];
-        if (Number(answer?.[GROUP_GUARD_COLUMN]) !== 1) {
-          // Another claim or delivery owns the group: end the transaction to drop what the guard took.
-          await connection.execute(bindStatement(statements.rollback, {}));
-          connection.release();
-          return [];
-        }
+      // Another claim or delivery owning the group ends the transaction, dropping what the guard took.
+      if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }, statements.rollback))) {
+        connection.release();
+        return [];
       }
       const rowLimit = transactional ? 1 : limit;
       rows = (await connection.execute(bindStatement(statements.claim, { group, now, limit: rowLimit }))).rows;

@@ -1,14 +1,15 @@
+import { ownsGroup, runSingleClaim } from '../claim/claim-guard.js';
 import { leaseExpiry, roundLeaseMs } from '../claim/lease-book.js';
 import { decodeHeaders } from '../delivery/codec.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
-import { GROUP_GUARD_COLUMN, type Dialect, type LeaseClaim } from '../dialect/dialect.js';
+import type { Dialect, LeaseClaim } from '../dialect/dialect.js';
 import { createOutboxStatements, type OutboxStatements } from '../dialect/outbox-statements.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { prepareStatements } from '../driver/prepare-statements.js';
 import { WakeSignal } from '../internal/wake-signal.js';
 import type { Queue } from '../definition/define-table.js';
 import type { PublishItem } from '../publish/publish-options.js';
-import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindStatement, type ParamValues } from '../statement.js';
 import type { OutboxTable } from './define-outbox.js';
 import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination, type OutboxRecord, type RelayTransaction } from './destination.js';
 import type { ResolvedRelayOptions } from './relay-options.js';
@@ -285,7 +286,7 @@ export class Relay {
   }
 
   async #claim(name: string): Promise<Batch | undefined> {
-    const { driver } = this.#runtime!;
+    const { driver, dialect } = this.#runtime!;
     const now = new Date();
     const lockedUntil = leaseExpiry(now, this.#leaseMs);
     const values: ParamValues = { group: name, leaseNow: now, limit: this.#options.batch, lockedUntil };
@@ -296,7 +297,7 @@ export class Relay {
     try {
       rows =
         claim.kind === 'single'
-          ? await this.#claimInOneStatement(connection, claim, values)
+          ? await runSingleClaim(connection, claim, values, { commit: dialect.session.commit(), rollback: dialect.session.rollback() })
           : await this.#selectThenStamp(connection, claim, values);
       if (this.#runtime!.dialect.capabilities.hasSingleWriter) {
         await connection.execute(bindStatement(this.#runtime!.dialect.session.commit(), {}));
@@ -315,19 +316,6 @@ export class Relay {
     return { name, records, token: lockedUntil, uncertainToken: undefined };
   }
 
-  async #claimInOneStatement(
-    connection: Connection,
-    claim: Extract<LeaseClaim, { kind: 'single' }>,
-    values: ParamValues,
-  ): Promise<Record<string, unknown>[]> {
-    if (claim.guarded === undefined) return (await connection.execute(bindStatement(claim.statement, values))).rows;
-    for (const statement of claim.guarded.begin) await connection.execute(bindStatement(statement, {}));
-    if (!(await this.#ownsName(connection, claim.guarded.guard, values))) return [];
-    const rows = (await connection.execute(bindStatement(claim.statement, values))).rows;
-    await connection.execute(bindStatement(this.#runtime!.dialect.session.commit(), {}));
-    return rows;
-  }
-
   /**
    * MySQL/MariaDB: the guard locked every unfinished record of the name, the select reads the
    * first ones, a stamp leases each. Stamps stop at the first that finds its record taken, so
@@ -340,7 +328,8 @@ export class Relay {
   ): Promise<Record<string, unknown>[]> {
     const idColumn = this.outbox.spec.id.column;
     for (const statement of claim.begin) await connection.execute(bindStatement(statement, {}));
-    if (claim.guard !== undefined && !(await this.#ownsName(connection, claim.guard, values))) return [];
+    const rollback = this.#runtime!.dialect.session.rollback();
+    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values, rollback))) return [];
     const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
     const stamped: Record<string, unknown>[] = [];
     for (const row of selected) {
@@ -368,14 +357,6 @@ export class Relay {
       connection.release();
       return false;
     }
-  }
-
-  /** The FIFO group guard: when another claim holds the name, roll back and take nothing. */
-  async #ownsName(connection: Connection, guard: Statement, values: ParamValues): Promise<boolean> {
-    const answer = (await connection.execute(bindStatement(guard, values))).rows[0];
-    if (Number(answer?.[GROUP_GUARD_COLUMN]) === 1) return true;
-    await connection.execute(bindStatement(this.#runtime!.dialect.session.rollback(), {}));
-    return false;
   }
 
   #record(row: Record<string, unknown>): OutboxRecord {
