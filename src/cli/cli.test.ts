@@ -1,7 +1,4 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -18,7 +15,7 @@ function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr:
 // Each case starts Node with the TypeScript loader: about a second apiece on 2 cores.
 describe('tablequeue command line', { timeout: 60_000 }, () => {
   it('answers --help on every command with exit code 0', async () => {
-    const commands = ['init', 'stats', 'peek', 'requeue', 'purge', 'demo', 'bench'];
+    const commands = ['init', 'stats', 'peek', 'requeue', 'purge', 'demo'];
     const results = await Promise.all([['--help'], ...commands.map((command) => [command, '--help'])].map(runCli));
     for (const result of results) {
       expect(result.code).toBe(0);
@@ -64,32 +61,5 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
     expect(both.code).toBe(2);
     expect(neither.code).toBe(2);
     expect(neither.stderr).toMatch(/--id \(repeatable\) or --all/);
-  });
-
-  it('bench exits 1 saying how to install the suite when the checkout has none', async () => {
-    const missing = await runCli(['bench', '--repository', tmpdir(), 'partitioning']);
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/benchmark suite is not installed .*npm install --prefix bench/);
-  });
-
-  it('bench runs the checkout\'s "npm run bench", passing its arguments through and its exit code back', async () => {
-    const checkout = await mkdtemp(join(tmpdir(), 'tablequeue-bench-'));
-    try {
-      await mkdir(join(checkout, 'bench', 'node_modules'), { recursive: true });
-      await mkdir(join(checkout, 'node_modules', 'tsx'), { recursive: true });
-      await writeFile(join(checkout, 'bench', 'run.ts'), '');
-      const script = 'console.log(JSON.stringify(process.argv.slice(1))); process.exitCode = process.argv.includes("--fail") ? 3 : 0';
-      await writeFile(join(checkout, 'package.json'), JSON.stringify({ name: 'checkout', private: true, scripts: { bench: `node -e '${script}'` } }));
-      const [passed, failed] = await Promise.all([
-        runCli(['bench', '--repository', checkout, 'partitioning', '--messages', '5']),
-        runCli(['bench', '--repository', checkout, '--', 'latency', '--fail']),
-      ]);
-      expect(passed.code).toBe(0);
-      expect(JSON.parse(passed.stdout.trim())).toEqual(['partitioning', '--messages', '5']);
-      expect(failed.code).toBe(3);
-      expect(JSON.parse(failed.stdout.trim())).toEqual(['latency', '--fail']);
-    } finally {
-      await rm(checkout, { recursive: true, force: true });
-    }
   });
 });

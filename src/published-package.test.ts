@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+interface PackResult {
+  readonly filename: string;
+  readonly files: readonly { readonly path: string }[];
+}
+
+function run(command: string, args: readonly string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+async function runOrThrow(command: string, args: readonly string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
+  const result = await run(command, args, cwd);
+  if (result.code !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.code}:\n${result.stderr}`);
+  return result;
+}
+
+// `npm pack` builds dist/ (prepack) and packs it: about 15 s on 2 cores, once for the whole file.
+describe('the published package', { timeout: 120_000 }, () => {
+  let folder: string;
+  let pack: PackResult;
+  let tarball: string;
+
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'tq-package-'));
+    const { stdout } = await runOrThrow('npm', ['pack', '--json', '--pack-destination', folder], ROOT);
+    pack = (JSON.parse(stdout) as PackResult[])[0]!;
+    tarball = join(folder, pack.filename);
+  }, 180_000);
+
+  afterAll(async () => {
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('holds the build, the docs the README links to, and nothing of the checkout', async () => {
+    const paths = pack.files.map((file) => file.path);
+    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/cli.js']));
+    const outside = paths.filter(
+      (path) => !['package.json', 'README.md', 'ARCHITECTURE.md'].includes(path) && !/^(dist\/.*\.(js|d\.ts)|docs\/[^/]+)$/.test(path),
+    );
+    expect(outside).toEqual([]);
+    // Maps would point at sources the package does not hold; tests, fixtures and the bench command stay in the checkout.
+    expect(paths.filter((path) => /\.map$|\.test\.|\.fixture\.|bench-command/.test(path))).toEqual([]);
+
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const relativeLinks = [...readme.matchAll(/\]\((?!https?:|#)([^)#\s]+)/g)].map((match) => match[1]!);
+    expect(relativeLinks.length).toBeGreaterThan(0);
+    expect(relativeLinks.filter((link) => !paths.includes(link))).toEqual([]);
+  });
+
+  it('runs no script when it is installed, and require() loads it from a CommonJS project', async () => {
+    const project = join(folder, 'commonjs-project');
+    await mkdir(project);
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'commonjs-project', private: true, type: 'commonjs' }));
+    const installed = await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    expect(installed.stderr).not.toMatch(/install-scripts|prepare/);
+
+    const manifest = JSON.parse(await readFile(join(project, 'node_modules', 'tablequeue', 'package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
+    const installScripts = ['preinstall', 'install', 'postinstall', 'prepare'].filter((name) => manifest.scripts?.[name] !== undefined);
+    expect(installScripts).toEqual([]);
+
+    const script = [
+      "const { Broker, defineTable, Outcome } = require('tablequeue');",
+      "const table = defineTable({ table: 'jobs', id: 'id', lockedUntil: 'locked_until', payload: 'payload' });",
+      "console.log(typeof Broker, typeof Outcome.ack, table.createTableSql('sqlite')[0].slice(0, 12));",
+    ].join('\n');
+    const required = await runOrThrow(process.execPath, ['-e', script], project);
+    expect(required.stdout.trim()).toBe('function function CREATE TABLE');
+  });
+
+  it('installs the tablequeue command without the checkout-only bench command', async () => {
+    const project = join(folder, 'command-project');
+    await mkdir(project);
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'command-project', private: true }));
+    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    const help = await run(join(project, 'node_modules', '.bin', 'tablequeue'), ['--help'], project);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^ {2}demo /m);
+    expect(help.stdout).not.toMatch(/bench/);
+    const bench = await run(join(project, 'node_modules', '.bin', 'tablequeue'), ['bench'], project);
+    expect(bench.code).toBe(2);
+    expect(bench.stderr).toMatch(/unknown command "bench"/);
+  });
+});
