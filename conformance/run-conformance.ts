@@ -7,6 +7,7 @@ import { cliSuite } from './suites/cli.suite.js';
 import { coalescingSuite } from './suites/coalescing.suite.js';
 import { cliOperationsSuite } from './suites/cli-operations.suite.js';
 import { dashboardSuite } from './suites/dashboard.suite.js';
+import { eventLoopSuite } from './suites/event-loop.suite.js';
 import { advisorySuite } from './suites/advisory.suite.js';
 import { fifoSuite } from './suites/fifo.suite.js';
 import { hostileInputSuite } from './suites/hostile-input.suite.js';
@@ -50,6 +51,7 @@ export function runConformance(stand: Stand): Promise<void> {
       });
       startupSuite(context);
       settleSuite(context);
+      eventLoopSuite(context);
       retrySuite(context);
       leaseSuite(context);
       wakeSuite(context);
