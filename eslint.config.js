@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 const clientLibraries = ['pg', 'mysql2', 'mysql2/promise', 'better-sqlite3'];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'bench/node_modules/'] },
+  { ignores: ['dist/', 'node_modules/', 'bench/node_modules/', 'examples/dist/', 'examples/node_modules/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -40,6 +40,7 @@ export default tseslint.config(
       'src/threads/**',
       'src/cli/**',
       'chaos/**',
+      'examples/**',
     ],
     rules: { 'no-restricted-imports': 'off' },
   },
