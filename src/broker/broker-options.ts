@@ -1,5 +1,7 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
+import { DEFAULT_ACQUIRE_TIMEOUT_MS } from '../driver/pool-gate.js';
+import { MAX_LEASE_MS, positiveMilliseconds } from '../option-checks.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -23,6 +25,11 @@ export interface BrokerOptions {
   connectionLimit?: number;
   /** How long `stop()` lets handlers finish before aborting their signal. Default 30,000 ms. */
   stopTimeoutMs?: number;
+  /**
+   * How long anything of the broker waits for a pool connection before failing with a
+   * `PoolExhaustedError` that names the numbers. Default 30,000 ms.
+   */
+  acquireTimeoutMs?: number;
   /** Where warnings and errors without an `error` listener go. Default: the console. */
   logger?: Logger;
   /** Encoded payloads larger than this are refused before anything is written. Default 8 MiB. */
@@ -48,6 +55,7 @@ export interface ResolvedBrokerOptions {
   readonly leaseMs: number;
   readonly connectionLimit: number | undefined;
   readonly stopTimeoutMs: number;
+  readonly acquireTimeoutMs: number;
   readonly logger: Logger;
   readonly maxPayloadBytes: number;
   /** Undefined: the default, decided at start by the database. */
@@ -68,6 +76,7 @@ const OPTION_KEYS = new Set([
   'stopTimeoutMs',
   'logger',
   'maxPayloadBytes',
+  'acquireTimeoutMs',
   'listen',
   'heartbeat',
 ]);
@@ -108,7 +117,8 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     pollIntervalMs: positive(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs'),
     leaseMs: positive(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs'),
     connectionLimit,
-    stopTimeoutMs: positive(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs'),
+    stopTimeoutMs: positiveMilliseconds(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs', WHERE),
+    acquireTimeoutMs: positiveMilliseconds(options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS, 'acquireTimeoutMs', WHERE),
     logger: options.logger ?? consoleLogger,
     maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
     listen: options.listen,

@@ -157,7 +157,10 @@ export class Broker extends EventEmitter<BrokerEvents> {
     }
     this.#state = 'starting';
     await this.#observability.start();
-    const driver = createDriver(this.#options.database, { poolSize: this.#options.poolSize });
+    const driver = createDriver(this.#options.database, {
+      poolSize: this.#options.poolSize,
+      acquireTimeoutMs: this.#options.acquireTimeoutMs,
+    });
     this.#driver = driver;
     let listener: NotifyListener | undefined;
     try {
@@ -326,7 +329,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
 
   stats(): BrokerStats {
     return {
-      pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0 },
+      pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0, reservedForRenewals: 0 },
       subscriptions: [...this.#subscriptions.values()].map((subscription) => subscription.stats()),
       listener: this.#listener?.stats(),
       relays: this.#relays.map((relay) => relay.stats()),

@@ -1,5 +1,5 @@
 import { ADVISORY_CONFIRMED_COLUMN, ADVISORY_KEY_COLUMN, type AdvisoryTake } from '../dialect/advisory-statements.js';
-import type { Connection, PoolStats } from '../driver/driver.js';
+import type { Connection } from '../driver/driver.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { commitsHandlerWrites, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
@@ -361,12 +361,10 @@ export class AdvisoryForm implements ClaimForm {
 
   /**
    * A further connection for a claim, only when it comes without waiting and leaves one spare
-   * (as a parallel claim, WP-3), and within the subscription's budget (WP-2).
+   * (as a parallel claim, WP-3), and within the budget the pool's subscriptions share (WP-2, WP-4).
    */
   async #acquireIfSpare(): Promise<Connection | undefined> {
-    const stats = this.#context.driver.stats();
-    const held = this.#claimConnections.size + this.#deliveryConnections.size;
-    if (held >= budgetOf(stats) || stats.spare < 2) return undefined;
+    if (!this.#context.hasRoomForConnection() || this.#context.driver.stats().spare < 2) return undefined;
     return this.#acquire();
   }
 
@@ -376,11 +374,6 @@ export class AdvisoryForm implements ClaimForm {
     if (how === 'release') connection.release();
     else connection.destroy();
   }
-}
-
-/** What a subscription may hold: the pool's size minus one, and one at least (WP-2). */
-function budgetOf(stats: PoolStats): number {
-  return Math.max(stats.size - 1, 1);
 }
 
 /** Runs a lock or unlock statement for `key`: true when its one integer is 1. */

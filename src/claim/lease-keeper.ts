@@ -21,18 +21,22 @@ export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
   #timer: NodeJS.Timeout | undefined;
   #isClosed = false;
+  /** Gives back the pool's connection kept for renewals. */
+  #releaseRenewalConnection: (() => void) | undefined;
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
   }
 
   start(): void {
+    this.#releaseRenewalConnection = this.#options.driver.holdForRenewals();
     this.#schedule();
   }
 
   close(): void {
     this.#isClosed = true;
     if (this.#timer) clearTimeout(this.#timer);
+    this.#releaseRenewalConnection?.();
   }
 
   #schedule(): void {
@@ -48,7 +52,8 @@ export class LeaseKeeper {
     if (book.renewable().length === 0) return;
     let connection;
     try {
-      connection = await driver.acquire();
+      // Renewals take the connection kept for them, so handlers' own queries never make them wait.
+      connection = await driver.acquire({ purpose: 'renewal' });
     } catch (error) {
       this.#options.onError(error);
       return;

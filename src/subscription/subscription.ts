@@ -17,6 +17,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { DeliveryRunner, type InvokeHandler } from './delivery-runner.js';
 import type { DeliveryUnit, Dispatcher, RunUnit } from './dispatcher.js';
 import { KeyLanes } from './key-lanes.js';
+import { poolBudgetFor } from './pool-budget.js';
 import { transactionalContext } from './transactional-context.js';
 import type { BatchHandler, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
 import { WorkerSlots } from './worker-slots.js';
@@ -134,6 +135,7 @@ export class Subscription {
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
     const { transactional } = this.#options;
+    const budget = poolBudgetFor(driver.poolIdentity, () => driver.stats());
     const context: FormContext = {
       driver,
       dialect,
@@ -143,6 +145,7 @@ export class Subscription {
       deadLetter,
       subscription: this.name,
       transactional,
+      hasRoomForConnection: () => budget.held < budget.limit,
     };
     const leaseMs = roundLeaseMs(this.#options.leaseMs);
     const form =
@@ -214,6 +217,7 @@ export class Subscription {
       isBatch: batch !== undefined,
       pollIntervalMs: this.#options.pollIntervalMs,
       poolStats: () => driver.stats(),
+      budget,
       claim: tracedClaim(observer, (limit) => form.claim(limit, new Date())),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
       isContention: isClaimContention,
@@ -246,6 +250,7 @@ export class Subscription {
       }
     }
     await this.#runner?.settled();
+    loop?.leaveBudget();
     this.#form?.close();
     await this.#threads?.close();
   }

@@ -5,6 +5,7 @@ import { ConnectionLoan, LEAVE_TO_OWNER, withCallerStack } from '../connection-l
 import type { MysqlUrl } from '../database-url.js';
 import type { Connection, DatabaseKind, Driver, PoolStats, QueryResult } from '../driver.js';
 import { type PoolCounts, PoolLedger } from '../pool-ledger.js';
+import { DEFAULT_ACQUIRE_TIMEOUT_MS, describeExhaustion, poolGateFor, type AcquireOptions, type PoolGate } from '../pool-gate.js';
 import {
   type Mysql2ConnectionLike,
   type Mysql2FieldLike,
@@ -16,9 +17,10 @@ import {
   toCallbackPool,
 } from './mysql2-like.js';
 
-export type Mysql2DriverOptions =
+export type Mysql2DriverOptions = (
   | { readonly url: MysqlUrl; readonly poolSize: number }
-  | { readonly pool: Mysql2PoolLike | Mysql2PromisePoolLike };
+  | { readonly pool: Mysql2PoolLike | Mysql2PromisePoolLike }
+) & { readonly acquireTimeoutMs?: number | undefined };
 
 const DATABASE: DatabaseKind = 'mysql';
 const DEFAULT_PORT = 3306;
@@ -44,16 +46,24 @@ export class Mysql2Driver implements Driver {
   readonly kind = DATABASE;
   readonly description: string;
   readonly ownsPool: boolean;
+  readonly poolIdentity: object;
   readonly #options: { readonly url: MysqlUrl; readonly poolSize: number } | { readonly pool: Mysql2PoolLike };
+  readonly #acquireTimeoutMs: number;
   readonly #address: { readonly host: string; readonly port: number };
   readonly #ledger = new PoolLedger();
+  readonly #gate: PoolGate;
   #pool: Mysql2PoolLike | undefined;
   #isClosed = false;
 
   constructor(options: Mysql2DriverOptions) {
-    this.#options = Object.freeze('pool' in options ? { pool: toCallbackPool(options.pool) } : { ...options });
+    this.#options = Object.freeze(
+      'pool' in options ? { pool: toCallbackPool(options.pool) } : { url: options.url, poolSize: options.poolSize },
+    );
+    this.#acquireTimeoutMs = options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS;
     this.ownsPool = 'url' in options;
     this.#pool = 'pool' in this.#options ? this.#options.pool : undefined;
+    this.poolIdentity = this.#pool ?? this;
+    this.#gate = poolGateFor(this.poolIdentity, () => this.#counts().size);
     const config = this.#pool?.config?.connectionConfig;
     if (config !== undefined) assertFoundRows(config.clientFlags);
     this.#address =
@@ -76,8 +86,12 @@ export class Mysql2Driver implements Driver {
     }
   }
 
-  async acquire(): Promise<Connection> {
-    return this.#lend();
+  async acquire(options?: AcquireOptions): Promise<Connection> {
+    return this.#lend(options);
+  }
+
+  holdForRenewals(): () => void {
+    return this.#gate.holdForRenewals();
   }
 
   async execute(statement: BoundStatement): Promise<QueryResult> {
@@ -105,7 +119,7 @@ export class Mysql2Driver implements Driver {
   }
 
   stats(): PoolStats {
-    return this.#ledger.stats(this.#counts());
+    return this.#ledger.stats(this.#counts(), this.#gate);
   }
 
   async close(): Promise<void> {
@@ -139,17 +153,24 @@ export class Mysql2Driver implements Driver {
     return pool;
   }
 
-  async #lend(): Promise<Mysql2Connection> {
+  async #lend(options?: AcquireOptions): Promise<Mysql2Connection> {
     const pool = this.#pool;
     if (this.#isClosed || pool === undefined) {
       throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
     }
+    const gate = this.#gate;
+    await gate.enter({
+      purpose: options?.purpose ?? 'work',
+      timeoutMs: this.#acquireTimeoutMs,
+      describe: (timeoutMs) => describeExhaustion(this.description, this.#counts().size, gate, timeoutMs),
+    });
     const connection = await new Promise<Mysql2ConnectionLike>((resolve, reject) => {
       pool.getConnection((error, lent) => (error || lent === undefined ? reject(error) : resolve(lent)));
     }).catch((error: unknown) => {
+      gate.leave();
       throw this.#connectionError(error);
     });
-    return new Mysql2Connection(connection, this.#ledger);
+    return new Mysql2Connection(connection, this.#ledger, () => gate.leave());
   }
 
   /**
@@ -184,7 +205,7 @@ class Mysql2Connection implements Connection {
   readonly #onError = (): void => this.#loan.markBroken();
 
   /** Without a ledger the connection is the service's: it is neither counted nor ended here. */
-  constructor(connection: Mysql2ConnectionLike, ledger: PoolLedger | undefined) {
+  constructor(connection: Mysql2ConnectionLike, ledger: PoolLedger | undefined, onEnded?: () => void) {
     this.#connection = connection;
     const isLent = ledger !== undefined;
     if (isLent) connection.on('error', this.#onError);
@@ -192,6 +213,7 @@ class Mysql2Connection implements Connection {
       ledger,
       database: DATABASE,
       describeFailure,
+      ...(onEnded === undefined ? {} : { onEnded }),
       ending: isLent
         ? {
             release: () => {

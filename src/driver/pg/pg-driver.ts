@@ -14,6 +14,7 @@ import type {
   QueryResult,
 } from '../driver.js';
 import { PoolLedger } from '../pool-ledger.js';
+import { DEFAULT_ACQUIRE_TIMEOUT_MS, describeExhaustion, poolGateFor, type AcquireOptions, type PoolGate } from '../pool-gate.js';
 import {
   isPgClientLike,
   type PgClientClassLike,
@@ -26,9 +27,10 @@ import {
   type PgStandaloneClientLike,
 } from './pg-like.js';
 
-export type PgDriverOptions =
+export type PgDriverOptions = (
   | { readonly url: PostgresUrl; readonly poolSize: number }
-  | { readonly pool: PgPoolLike };
+  | { readonly pool: PgPoolLike }
+) & { readonly acquireTimeoutMs?: number | undefined };
 
 const DATABASE: DatabaseKind = 'postgres';
 const DEFAULT_PORT = 5432;
@@ -59,9 +61,11 @@ export class PgDriver implements Driver {
   readonly kind = DATABASE;
   readonly description: string;
   readonly ownsPool: boolean;
+  readonly poolIdentity: object;
   readonly #options: PgDriverOptions;
   readonly #address: { readonly host: string; readonly port: number };
   readonly #ledger = new PoolLedger();
+  readonly #gate: PoolGate;
   readonly #statementNames = new StatementNames();
   #pool: PgPoolLike | undefined;
   #isClosed = false;
@@ -72,6 +76,8 @@ export class PgDriver implements Driver {
     this.#address = 'url' in options ? options.url : addressOf(options.pool.options);
     this.#pool = 'pool' in options ? options.pool : undefined;
     this.description = `postgres at ${this.#address.host}:${this.#address.port}`;
+    this.poolIdentity = 'pool' in options ? options.pool : this;
+    this.#gate = poolGateFor(this.poolIdentity, () => this.#size());
   }
 
   async open(): Promise<void> {
@@ -89,8 +95,12 @@ export class PgDriver implements Driver {
     }
   }
 
-  async acquire(): Promise<Connection> {
-    return this.#lend();
+  async acquire(options?: AcquireOptions): Promise<Connection> {
+    return this.#lend(options);
+  }
+
+  holdForRenewals(): () => void {
+    return this.#gate.holdForRenewals();
   }
 
   async execute(statement: BoundStatement): Promise<QueryResult> {
@@ -117,9 +127,13 @@ export class PgDriver implements Driver {
 
   stats(): PoolStats {
     const pool = this.#pool;
-    const size = pool?.options?.max ?? ('poolSize' in this.#options ? this.#options.poolSize : PG_DEFAULT_MAX);
-    if (pool === undefined) return this.#ledger.stats({ size, open: 0, idle: 0, waiting: 0 });
-    return this.#ledger.stats({ size, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
+    const size = this.#size();
+    if (pool === undefined) return this.#ledger.stats({ size, open: 0, idle: 0, waiting: 0 }, this.#gate);
+    return this.#ledger.stats({ size, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }, this.#gate);
+  }
+
+  #size(): number {
+    return this.#pool?.options?.max ?? ('poolSize' in this.#options ? this.#options.poolSize : PG_DEFAULT_MAX);
   }
 
   async close(): Promise<void> {
@@ -169,18 +183,25 @@ export class PgDriver implements Driver {
     return pool;
   }
 
-  async #lend(): Promise<PgConnection> {
+  async #lend(options?: AcquireOptions): Promise<PgConnection> {
     const pool = this.#pool;
     if (this.#isClosed || pool === undefined) {
       throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
     }
+    await this.#gate.enter({
+      purpose: options?.purpose ?? 'work',
+      timeoutMs: this.#options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
+      describe: (timeoutMs) => describeExhaustion(this.description, this.#size(), this.#gate, timeoutMs),
+    });
     let client: PgClientLike;
     try {
       client = await pool.connect();
     } catch (error) {
+      this.#gate.leave();
       throw this.#connectionError(error);
     }
-    return new PgConnection(client, { ledger: this.#ledger, statementNames: this.#statementNames });
+    const gate = this.#gate;
+    return new PgConnection(client, { ledger: this.#ledger, statementNames: this.#statementNames, onEnded: () => gate.leave() });
   }
 
   #connectionError(error: unknown): ConnectionError {
@@ -198,7 +219,10 @@ class PgConnection implements Connection {
   readonly #onError = (): void => this.#loan.markBroken();
 
   /** Without a ledger the client is the service's: it is neither counted nor ended here. */
-  constructor(client: PgClientLike, context: { ledger: PoolLedger | undefined; statementNames: StatementNames }) {
+  constructor(
+    client: PgClientLike,
+    context: { ledger: PoolLedger | undefined; statementNames: StatementNames; onEnded?: () => void },
+  ) {
     this.#client = client;
     this.#statementNames = context.statementNames;
     const isLent = context.ledger !== undefined;
@@ -207,6 +231,7 @@ class PgConnection implements Connection {
       ledger: context.ledger,
       database: DATABASE,
       describeFailure,
+      ...(context.onEnded === undefined ? {} : { onEnded: context.onEnded }),
       ending: isLent
         ? {
             release: () => {
