@@ -23,6 +23,7 @@ import { rowModeSuite } from './suites/row-mode.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
+import { renewalConnectionSuite, sharedPoolSuite } from './suites/shared-pool.suite.js';
 import { tracingSuite } from './suites/tracing.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
 import { wakeSuite } from './suites/wake.suite.js';
@@ -63,6 +64,8 @@ export function runConformance(stand: Stand): Promise<void> {
       keyedReplicasSuite(context);
       cliSuite(context);
       cliOperationsSuite(context);
+      sharedPoolSuite(context);
+      renewalConnectionSuite(context);
       dashboardSuite(context);
       rowModeSuite(context);
       advisorySuite(context);

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'UNSUPPORTED'
   | 'SERVER_VERSION'
   | 'CONNECTION_BUDGET'
+  | 'POOL_EXHAUSTED'
   | 'ALREADY_SUBSCRIBED'
   | 'LEASE_LOST'
   | 'BATCH_ROLLED_BACK'
@@ -77,6 +78,16 @@ export class ServerVersionError extends QueueError {
 export class ConnectionBudgetError extends QueueError {
   constructor(message: string) {
     super('CONNECTION_BUDGET', message);
+  }
+}
+
+/**
+ * No connection of the pool became free in time (`acquireTimeoutMs`): the pool is too small for
+ * what holds its connections, or something holds them far longer than it should.
+ */
+export class PoolExhaustedError extends QueueError {
+  constructor(message: string) {
+    super('POOL_EXHAUSTED', message);
   }
 }
 

@@ -56,6 +56,7 @@ export {
   BatchRolledBackError,
   ClosedError,
   ConnectionBudgetError,
+  PoolExhaustedError,
   ConnectionError,
   DecodeError,
   DeclarationError,

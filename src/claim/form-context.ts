@@ -20,4 +20,9 @@ export interface FormContext {
    * one row per claim, and every delivery holds a connection until it settles (WP-5).
    */
   readonly transactional: boolean;
+  /**
+   * Whether the connections every subscription on the pool holds leave room for one more (WP-2,
+   * WP-4): asked before a claim takes a further connection of its own (an advisory batch's rows).
+   */
+  readonly hasRoomForConnection: () => boolean;
 }

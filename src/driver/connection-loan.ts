@@ -23,6 +23,8 @@ export interface ConnectionLoanOptions {
    * class 08 SQLSTATE (see `isConnectionLost`) so that the loan destroys it.
    */
   readonly describeFailure: (error: unknown, statementName: string) => StatementError;
+  /** Called once when the loan ends, after the ledger counted it (the pool gate's `leave`). */
+  readonly onEnded?: () => void;
 }
 
 /** Postgres codes for a session the server ended: admin_shutdown, crash_shutdown, cannot_connect_now. */
@@ -106,6 +108,7 @@ export class ConnectionLoan {
     this.#isEnded = true;
     this.#options.ledger?.countReturned();
     this.#options.ending[how]();
+    this.#options.onEnded?.();
   }
 }
 

@@ -33,7 +33,7 @@ describe('createDriver', () => {
     const driver = createDriver(url, { poolSize: 4 });
     expect(driver).toMatchObject({ kind, description, ownsPool: true });
     const size = kind === 'sqlite' ? 1 : 4;
-    expect(driver.stats()).toEqual({ size, held: 0, idle: 0, spare: size, maxHeld: 0 });
+    expect(driver.stats()).toEqual({ size, held: 0, idle: 0, spare: size, maxHeld: 0, reservedForRenewals: 0 });
   });
 
   it('sizes URL pools at ten connections unless told', () => {

@@ -11,6 +11,8 @@ import { isPgPoolLike } from './pg/pg-like.js';
 export interface CreateDriverOptions {
   /** Connections in a pool opened from a URL; a pool the service passes keeps its own size. */
   readonly poolSize?: number | undefined;
+  /** How long an acquire waits for a connection before a `PoolExhaustedError`. */
+  readonly acquireTimeoutMs?: number | undefined;
 }
 
 export const DEFAULT_POOL_SIZE = 10;
@@ -24,17 +26,18 @@ export function createDriver(database: string | object, options: CreateDriverOpt
   if (typeof database === 'string') {
     const url = parseDatabaseUrl(database);
     const poolSize = resolvePoolSize(options.poolSize);
+    const { acquireTimeoutMs } = options;
     switch (url.kind) {
       case 'postgres':
-        return new PgDriver({ url, poolSize });
+        return new PgDriver({ url, poolSize, acquireTimeoutMs });
       case 'mysql':
-        return new Mysql2Driver({ url, poolSize });
+        return new Mysql2Driver({ url, poolSize, acquireTimeoutMs });
       case 'sqlite':
         return new BetterSqlite3Driver({ url });
     }
   }
-  if (isPgPoolLike(database)) return new PgDriver({ pool: database });
-  if (isMysql2PoolLike(database)) return new Mysql2Driver({ pool: database });
+  if (isPgPoolLike(database)) return new PgDriver({ pool: database, acquireTimeoutMs: options.acquireTimeoutMs });
+  if (isMysql2PoolLike(database)) return new Mysql2Driver({ pool: database, acquireTimeoutMs: options.acquireTimeoutMs });
   if (isBetterSqlite3DatabaseLike(database)) return new BetterSqlite3Driver({ database });
   throw new DeclarationError(
     `the database option takes a URL (postgres://…, mysql://…, mariadb://…, sqlite:…), a pg.Pool, ` +

@@ -1,4 +1,5 @@
 import type { BoundStatement } from '../statement.js';
+import type { AcquireOptions } from './pool-gate.js';
 
 export type DatabaseKind = 'postgres' | 'mysql' | 'sqlite';
 
@@ -40,6 +41,8 @@ export interface PoolStats {
   readonly spare: number;
   /** The most connections this driver ever held at once. */
   readonly maxHeld: number;
+  /** Connections kept for lease renewals (0 or 1): work never takes them. */
+  readonly reservedForRenewals: number;
 }
 
 /** What a notification session reports; each callback runs on the session's own events. */
@@ -77,7 +80,21 @@ export interface Driver {
   readonly databaseIdentity?: unknown;
   /** Connects, checks the server answers; throws `ConnectionError` naming the host. */
   open(): Promise<void>;
-  acquire(): Promise<Connection>;
+  /**
+   * Lends a connection. Fails with a `PoolExhaustedError` when none becomes free within the
+   * driver's acquire timeout. A renewal may take the connection kept for renewals.
+   */
+  acquire(options?: AcquireOptions): Promise<Connection>;
+  /**
+   * What names the pool: the service's pool object, or the driver for a pool it opened. Drivers
+   * and brokers on one pool share its connections, so budgets are kept per pool identity.
+   */
+  readonly poolIdentity: object;
+  /**
+   * Keeps one connection of the pool for lease renewals until the returned function is called
+   * (see `PoolGate`); a lease subscription holds it while it is open.
+   */
+  holdForRenewals(): () => void;
   /** Runs one statement on a connection borrowed for just that statement. */
   execute(statement: BoundStatement): Promise<QueryResult>;
   /**

@@ -15,6 +15,7 @@ describe('PoolLedger', () => {
       idle: 1,
       spare: 4,
       maxHeld: 2,
+      reservedForRenewals: 0,
     });
   });
 

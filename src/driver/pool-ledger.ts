@@ -12,6 +12,15 @@ export interface PoolCounts {
   readonly waiting: number;
 }
 
+/** What the pool's gate says: see `PoolGate`. */
+export interface GateCounts {
+  readonly availableForWork: number;
+  readonly reservedForRenewals: number;
+}
+
+/** A pool without a gate (SQLite's one handle): nothing kept, nothing limited beyond the pool. */
+export const UNGATED: GateCounts = Object.freeze({ availableForWork: Number.POSITIVE_INFINITY, reservedForRenewals: 0 });
+
 /**
  * Counts the connections one driver holds, and the most it ever held at once, and combines them
  * with the pool's own counts into `PoolStats`. The pool may be shared with the service, so what
@@ -34,14 +43,15 @@ export class PoolLedger {
     this.#held -= 1;
   }
 
-  stats(counts: PoolCounts): PoolStats {
+  stats(counts: PoolCounts, gate: GateCounts = UNGATED): PoolStats {
     const roomToOpen = Math.max(0, counts.size - counts.open);
     return {
       size: counts.size,
       held: this.#held,
       idle: counts.idle,
-      spare: Math.max(0, counts.idle + roomToOpen - counts.waiting),
+      spare: Math.max(0, Math.min(counts.idle + roomToOpen - counts.waiting, gate.availableForWork)),
       maxHeld: this.#maxHeld,
+      reservedForRenewals: gate.reservedForRenewals,
     };
   }
 }

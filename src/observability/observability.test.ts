@@ -55,7 +55,7 @@ describe('Observability', () => {
   });
 
   it("copies the subscription's counts and the pool's when metrics are read", () => {
-    const observability = new Observability({ poolStats: () => ({ size: 10, held: 2, idle: 3, spare: 8, maxHeld: 4 }) });
+    const observability = new Observability({ poolStats: () => ({ size: 10, held: 2, idle: 3, spare: 8, maxHeld: 4, reservedForRenewals: 0 }) });
     const observer = observability.forSubscription(table.queue('emails'), () => counts);
     observer.settled('ack');
     observer.settled('leaseLost');

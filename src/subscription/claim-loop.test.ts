@@ -1,7 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { HeldRow } from '../claim/claim-form.js';
+import type { PoolStats } from '../driver/driver.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
 import { ClaimLoop, MAX_CONTENTION_RETRIES } from './claim-loop.js';
+import { PoolBudget } from './pool-budget.js';
 import { WorkerSlots } from './worker-slots.js';
 
 function heldRow(id: string): HeldRow {
@@ -30,6 +32,11 @@ class ScriptedClaims {
   }
 }
 
+/** A pool of ten with every connection spare. */
+function quietPool(): PoolStats {
+  return { size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0, reservedForRenewals: 0 };
+}
+
 /** Deliveries never finish, so the workers the test gives rows to stay busy. */
 function createLoop(claims: ScriptedClaims, workers = 1, onClaimError: (error: unknown) => void = () => undefined): ClaimLoop {
   const dispatcher = new WorkerSlots({ workers, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
@@ -41,7 +48,8 @@ function createLoop(claims: ScriptedClaims, workers = 1, onClaimError: (error: u
     prefetchRows: 0,
     isBatch: false,
     pollIntervalMs: 60_000,
-    poolStats: () => ({ size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0 }),
+    poolStats: quietPool,
+    budget: new PoolBudget(quietPool),
     claim: claims.claim,
     onClaimError,
     isContention: (error) => (error as Error).message === 'deadlock',
@@ -109,7 +117,8 @@ describe('ClaimLoop', () => {
       prefetchRows: 3,
       isBatch: false,
       pollIntervalMs: 60_000,
-      poolStats: () => ({ size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0 }),
+      poolStats: quietPool,
+    budget: new PoolBudget(quietPool),
       claim: (limit) => {
         limits.push(limit);
         return claims.claim();
@@ -133,6 +142,14 @@ describe('ClaimLoop', () => {
   it('WP-2: counts the connections the form reports for units in work, one per row of an advisory batch', async () => {
     const claims = new ScriptedClaims();
     let rowsHoldingConnections = 3;
+    const poolOfFour = (): PoolStats => ({
+      size: 4,
+      held: rowsHoldingConnections,
+      idle: 0,
+      spare: 4 - rowsHoldingConnections,
+      maxHeld: 3,
+      reservedForRenewals: 0,
+    });
     const dispatcher = new WorkerSlots({ workers: 2, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
     const loop: ClaimLoop = new ClaimLoop({
       dispatcher,
@@ -143,7 +160,8 @@ describe('ClaimLoop', () => {
       prefetchRows: 0,
       isBatch: true,
       pollIntervalMs: 60_000,
-      poolStats: () => ({ size: 4, held: rowsHoldingConnections, idle: 0, spare: 4 - rowsHoldingConnections, maxHeld: 3 }),
+      poolStats: poolOfFour,
+      budget: new PoolBudget(poolOfFour),
       claim: claims.claim,
       onClaimError: () => undefined,
       isContention: () => false,

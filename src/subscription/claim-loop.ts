@@ -4,6 +4,7 @@ import { abortableSleep } from '../internal/abortable-sleep.js';
 import { nextEventLoopTurn } from '../internal/event-loop-turn.js';
 import { WakeSignal } from '../internal/wake-signal.js';
 import type { DeliveryUnit, Dispatcher } from './dispatcher.js';
+import type { BudgetMember, PoolBudget } from './pool-budget.js';
 
 /** Times one claim is retried at once after contention before its failure is reported. */
 export const MAX_CONTENTION_RETRIES = 5;
@@ -42,6 +43,8 @@ export interface ClaimLoopOptions {
   readonly isBatch: boolean;
   readonly pollIntervalMs: number;
   readonly poolStats: () => PoolStats;
+  /** The connections that every subscription on the pool shares (WP-2, WP-4). */
+  readonly budget: PoolBudget;
   readonly claim: (limit: number) => Promise<HeldRow[]>;
   readonly onClaimError: (error: unknown) => void;
   /**
@@ -64,7 +67,7 @@ export interface ClaimLoopCounters {
 
 /**
  * Decides when to claim. One claim in flight per idle worker (WP-1), never more connections
- * than the pool's size minus one (WP-2), a parallel claim only with two spare connections (WP-3),
+ * than the pool's size minus one together with every other subscription on the pool (WP-2, WP-4), a parallel claim only with two spare connections (WP-3),
  * one claim at a time after an empty claim until one takes rows again (WP-6), and one claim at a
  * time on single-claim tables (WP-7). Units the dispatcher cannot start yet wait there (WP-9).
  *
@@ -96,10 +99,19 @@ export class ClaimLoop {
   /** The next empty wait; shorter than the poll interval while the queue was recently busy. */
   #nextWaitMs: number;
   #isStopping = false;
+  /** This loop as its pool's budget sees it. */
+  readonly #member: BudgetMember;
 
   constructor(options: ClaimLoopOptions) {
     this.#options = options;
     this.#nextWaitMs = options.pollIntervalMs;
+    const loop = this;
+    this.#member = {
+      get connectionsHeld() {
+        return loop.connectionsHeld;
+      },
+      pump: () => this.#pump(),
+    };
   }
 
   get claimsRunning(): number {
@@ -114,7 +126,13 @@ export class ClaimLoop {
   }
 
   start(): void {
+    this.#options.budget.join(this.#member);
     this.#pump();
+  }
+
+  /** After stop and the last delivery: what this loop held goes back to the pool's other subscriptions. */
+  leaveBudget(): void {
+    this.#options.budget.leave(this.#member);
   }
 
   /** A publish or a notification: the next wait returns at once, even if it has not begun. */
@@ -128,6 +146,7 @@ export class ClaimLoop {
    */
   onWorkerIdle(): void {
     if (this.#isWaiting && !this.#isBackingOff) this.#wake.wake();
+    this.#options.budget.released();
     this.#pump();
   }
 
@@ -145,7 +164,10 @@ export class ClaimLoop {
   }
 
   #pump(): void {
-    if (this.#isStopping || this.#isWaiting) return;
+    if (this.#isStopping || this.#isWaiting) {
+      this.#options.budget.withdraw(this.#member);
+      return;
+    }
     while (this.#canStartClaim()) this.#startClaim();
   }
 
@@ -171,11 +193,11 @@ export class ClaimLoop {
     const running = this.#claimsRunning;
     const idle = prefetchRows > 0 ? this.#prefetchWanted() : dispatcher.capacity - dispatcher.inWork - dispatcher.waiting;
     const wanted = this.#isProbing || isSingleClaim || prefetchRows > 0 ? Math.min(idle, 1) : idle;
-    if (running >= wanted) return false;
-    const stats = poolStats();
-    const budget = Math.max(stats.size - 1, 1);
-    if (this.connectionsHeld >= budget) return false;
-    return running === 0 || stats.spare >= 2;
+    if (running >= wanted || (running > 0 && poolStats().spare < 2)) {
+      this.#options.budget.withdraw(this.#member);
+      return false;
+    }
+    return this.#options.budget.mayTake(this.#member);
   }
 
   #startClaim(): void {
@@ -186,6 +208,9 @@ export class ClaimLoop {
     this.#noteConnections();
     void claim.then((result) => {
       this.#claimsInFlight.delete(claim);
+      // An empty or failed claim gave its connection back; one that took rows handed it to a
+      // delivery that holds it, or (lease) gave it back too.
+      this.#options.budget.released();
       if ((result === 'empty' || result === 'failed') && this.#claimsRunning === 0 && !this.#isStopping) {
         void this.#waitThenPump(result);
       } else {

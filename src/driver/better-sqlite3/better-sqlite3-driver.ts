@@ -35,6 +35,7 @@ export class BetterSqlite3Driver implements Driver {
   readonly kind = DATABASE;
   readonly description: string;
   readonly ownsPool: boolean;
+  readonly poolIdentity: object;
   readonly #options: BetterSqlite3DriverOptions;
   readonly #ledger = new PoolLedger();
   readonly #mutex: HandleMutex;
@@ -47,6 +48,7 @@ export class BetterSqlite3Driver implements Driver {
     this.ownsPool = 'url' in options;
     this.#database = 'database' in options ? options.database : undefined;
     this.#mutex = 'database' in options ? mutexOf(options.database) : new HandleMutex();
+    this.poolIdentity = 'database' in options ? options.database : this;
     const isMemory = 'url' in options ? options.url.isMemory : options.database.memory;
     const filename = 'url' in options ? options.url.filename : options.database.name;
     this.description = isMemory ? 'sqlite in memory' : `sqlite file ${filename}`;
@@ -70,8 +72,13 @@ export class BetterSqlite3Driver implements Driver {
     if ('database' in options) await this.#useWriteAheadLog(database);
   }
 
+  /** One handle behind a mutex: nothing to keep for renewals, and waits end when statements do. */
   async acquire(): Promise<Connection> {
     return this.#lend();
+  }
+
+  holdForRenewals(): () => void {
+    return () => undefined;
   }
 
   async execute(statement: BoundStatement): Promise<QueryResult> {
