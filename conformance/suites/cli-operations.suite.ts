@@ -2,7 +2,8 @@ import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openQueueInspector, Outcome, type Broker } from '../../src/index.js';
-import { Collector, countRows, createBroker, createTable, jobsTable, waitForDatabase } from '../fixtures.js';
+import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
+import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 const CLI = fileURLToPath(new URL('../../src/cli/cli.ts', import.meta.url));
@@ -13,14 +14,27 @@ interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs the `tablequeue` command in a process of its own, as a script would. */
-function runCli(args: readonly string[]): Promise<CliResult> {
+/**
+ * Runs the `tablequeue` command in a process of its own, as a script would, with `environment`
+ * added to this process's (less any DATABASE_URL of the machine's own).
+ */
+function runCli(args: readonly string[], environment: Record<string, string> = {}): Promise<CliResult> {
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], (error, stdout, stderr) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...inherited, ...environment } }, (error, stdout, stderr) => {
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
     });
   });
 }
+
+/**
+ * What a user or attacker can put in a queue to act on the terminal of whoever reads it: set the
+ * window title, write the clipboard, erase the lines above, and a C1 CSI (U+009B) in place of ESC [.
+ */
+const TERMINAL_ATTACK = 'x\u001b]0;owned\u0007\u001b]52;c;cm0gLXJmIH4=\u0007\u001b[2K\u001b[1A\u009b2Jy';
+const ATTACK_SHOWN = 'x\\x1b]0;owned\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2K\\x1b[1A\\u009b2Jy';
+// eslint-disable-next-line no-control-regex
+const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
 
 interface GroupJson {
   group: string | null;
@@ -235,6 +249,56 @@ export function cliOperationsSuite(context: SuiteContext): void {
       expect(missingTable.stderr).toMatch(/table "no_such_jobs" cannot be read/);
       expect(missingFlag.code).toBe(2);
       expect(missingFlag.stderr).toMatch(/peek needs --table/);
+    });
+
+    it('peek and stats show control characters from payloads, errors and group names as escapes; --json keeps them exact', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers);
+      await broker.start();
+      const deadId = await broker.publish(table.queue('dead'), TERMINAL_ATTACK, { headers: { [LAST_ERROR_HEADER]: TERMINAL_ATTACK } });
+      const queuedId = await broker.publish(table.queue('emails'), { note: TERMINAL_ATTACK });
+      await broker.stop();
+      // A group name written by whoever can write the table, past any check of the publisher.
+      await context.db.query(`UPDATE jobs SET queue = ${placeholder(stand, 1)} WHERE id = ${placeholder(stand, 2)}`, [`q${TERMINAL_ATTACK}`, queuedId]);
+
+      const base = ['--database', context.db.url!, '--table', 'jobs', '--dead-letter-group', 'dead'];
+      const [stats, peek, dead, deadJson] = await Promise.all([
+        runCli(['stats', ...base]),
+        runCli(['peek', ...base, '--limit', '5']),
+        runCli(['peek', ...base, '--dead-letters']),
+        runCli(['peek', ...base, '--dead-letters', '--json']),
+      ]);
+      for (const result of [stats, peek, dead, deadJson]) {
+        expect(result.stderr).toBe('');
+        expect(result.code).toBe(0);
+        expect(result.stdout).not.toMatch(RAW_CONTROL);
+      }
+      expect(stats.stdout).toContain(`q${ATTACK_SHOWN}`);
+      expect(peek.stdout).toContain(`q${ATTACK_SHOWN}`);
+      expect(peek.stdout).toContain('\\u001b]0;owned');
+      // The payload and the last error, each cut to the preview's length.
+      expect(dead.stdout.split(ATTACK_SHOWN)).toHaveLength(3);
+      const [row] = JSON.parse(deadJson.stdout) as { id: string; payload: unknown; lastError: string }[];
+      expect(row).toMatchObject({ id: deadId, payload: TERMINAL_ATTACK, lastError: TERMINAL_ATTACK });
+    });
+
+    it('takes the database URL from DATABASE_URL, or the variable --database-env names, keeping it off the command line', async () => {
+      await createTable(stand, context.db, jobsTable({ form: 'lease' }));
+      const url = context.db.url!;
+      const [fromDefault, fromNamed, missing] = await Promise.all([
+        runCli(['stats', '--table', 'jobs', '--json'], { DATABASE_URL: url }),
+        runCli(['peek', '--database-env', 'QUEUE_DATABASE', '--table', 'jobs', '--json'], { QUEUE_DATABASE: url, DATABASE_URL: 'postgres://nowhere.invalid/db' }),
+        runCli(['purge', '--database-env', 'QUEUE_DATABASE', '--table', 'jobs', '--yes'], { DATABASE_URL: url }),
+      ]);
+      expect(fromDefault.stderr).toBe('');
+      expect(fromDefault.code).toBe(0);
+      expect(JSON.parse(fromDefault.stdout)).toMatchObject({ table: 'jobs', groups: [] });
+      expect(fromNamed.stderr).toBe('');
+      expect(fromNamed.code).toBe(0);
+      expect(JSON.parse(fromNamed.stdout)).toEqual([]);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(/purge needs --database URL, or the URL in the environment variable QUEUE_DATABASE, which is not set/);
     });
 
     it('stats --watch prints a snapshot per refresh until Ctrl-C, then exits 0', async () => {

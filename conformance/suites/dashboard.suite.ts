@@ -1,9 +1,12 @@
+import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
-import type { Driver } from '../../src/driver/driver.js';
+import { openDashboard } from '../../src/dashboard/dashboard.js';
+import type { Connection, Driver } from '../../src/driver/driver.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import { Broker, type QueueTable } from '../../src/index.js';
-import { countRows, createTable, jobsTable, placeholder, waitForDatabase } from '../fixtures.js';
+import type { Dialog } from 'playwright-core';
+import { countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase, waitUntil } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { TestDatabase } from '../stand.js';
 import {
@@ -19,6 +22,8 @@ import {
 declare const document: { querySelector(selector: string): { getAttribute(name: string): string | null } | null };
 
 const HEARTBEAT_TABLE = 'tq_brokers';
+/** A name the dashboard with actions is told to answer, as one behind a proxy would be. */
+const ALLOWED_HOST = 'dashboard.example';
 const REFRESH_MS = '200';
 const BULK_ROWS = 400;
 
@@ -29,6 +34,7 @@ const BULK_ROWS = 400;
  */
 export function dashboardSuite(context: SuiteContext): void {
   const { stand } = context;
+  dashboardReadsSuite(context);
   // The dashboard reads the database from a process of its own.
   if (!stand.capabilities.supportsProcesses) return;
   if (!isChromiumInstalled()) {
@@ -74,7 +80,7 @@ export function dashboardSuite(context: SuiteContext): void {
       [browser, readOnly, withActions] = await Promise.all([
         launchBrowser(),
         startDashboardProcess([...common, '--refresh-ms', REFRESH_MS]),
-        startDashboardProcess([...common, '--refresh-ms', REFRESH_MS, '--allow-actions']),
+        startDashboardProcess([...common, '--refresh-ms', REFRESH_MS, '--allow-actions', '--allowed-host', ALLOWED_HOST]),
       ]);
     });
 
@@ -129,11 +135,36 @@ export function dashboardSuite(context: SuiteContext): void {
       expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(2);
     });
 
+    it('refuses a request addressed to a name not on its list (DNS rebinding), for reads and actions alike', async () => {
+      const port = new URL(withActions.url).port;
+      const attacker = `rebind.attacker.example:${port}`;
+      const requeueBody = JSON.stringify({ table: 'jobs', toGroup: 'emails' });
+      const asAttacker = { host: attacker, origin: `http://${attacker}` };
+      const [read, action] = await Promise.all([
+        sendRaw(`${withActions.url}api/dead-letters`, { headers: asAttacker }),
+        sendRaw(`${withActions.url}api/requeue`, { method: 'POST', headers: { ...asAttacker, 'content-type': 'application/json' }, body: requeueBody }),
+      ]);
+      expect(read.status).toBe(421);
+      expect(read.body).not.toContain('smtp refused');
+      expect(action.status).toBe(421);
+      expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(2);
+
+      const asAllowed = { host: `${ALLOWED_HOST}:${port}`, origin: `http://${ALLOWED_HOST}:${port}` };
+      const allowedRead = await sendRaw(`${withActions.url}api/dead-letters`, { headers: asAllowed });
+      expect(allowedRead.status).toBe(200);
+      expect(allowedRead.body).toContain('smtp refused');
+    });
+
     it('moves a dead letter back to its queue with --allow-actions', async () => {
       const { page } = browser;
       await page.goto(withActions.url);
       const card = '[data-dead-table="jobs"]';
       await page.locator(`${card} tr[data-dead-id]`).nth(1).waitFor();
+      // Rows in a dead-letter group no longer say where they came from: the page names no queue for them.
+      expect(await page.locator(`${card} input`).inputValue()).toBe('');
+      await page.locator(`${card} tr[data-dead-id] button[data-action="requeue"]`).first().click();
+      await waitForText(page, '.notice', 'name the queue to move the dead letters into');
+      expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(2);
       await page.locator(`${card} input`).fill('emails');
       await page.locator(`${card} tr[data-dead-id] button[data-action="requeue"]`).first().click();
 
@@ -141,6 +172,36 @@ export function dashboardSuite(context: SuiteContext): void {
       await waitForText(page, '[data-table="jobs"] tr[data-queue="emails"] [data-count="ready"]', '4');
       expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(1);
       expect(await countRows(db, 'jobs', "queue = 'emails'")).toBe(7);
+    });
+
+    it('asks before "requeue all", stating how many dead letters would move', async () => {
+      const { page } = browser;
+      await page.goto(withActions.url);
+      const card = '[data-dead-table="jobs"]';
+      await page.locator(`${card} tr[data-dead-id]`).first().waitFor();
+      await page.locator(`${card} input`).fill('emails');
+      const questions: string[] = [];
+      let answer = false;
+      const onDialog = (dialog: Dialog) => {
+        questions.push(dialog.message());
+        void (answer ? dialog.accept() : dialog.dismiss());
+      };
+      page.on('dialog', onDialog);
+      try {
+        await page.locator(`${card} button[data-action="requeue-all"]`).click();
+        await waitUntil(() => questions.length === 1, 10_000, 'the confirmation');
+        expect(questions[0]).toBe('Move all 1 dead letter of jobs to queue "emails"?');
+        expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(1);
+
+        answer = true;
+        await page.locator(`${card} button[data-action="requeue-all"]`).click();
+        await waitForText(page, '[data-table="jobs"] [data-dead-count]', 'dead letters 0');
+        expect(questions).toHaveLength(2);
+        expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(0);
+        expect(await countRows(db, 'jobs', "queue = 'emails'")).toBe(8);
+      } finally {
+        page.off('dialog', onDialog);
+      }
     });
 
     it('lists the brokers that beat, with their subscriptions', async () => {
@@ -175,6 +236,100 @@ export function dashboardSuite(context: SuiteContext): void {
       await page.locator('#brokers tr[data-broker]').waitFor({ state: 'detached' });
       expect(await readOnly.stop()).toBe(0);
     });
+  });
+}
+
+/**
+ * The dashboard in this process over a driver that counts the statements it runs: its API
+ * answers from the sampler's latest round, so requests add no statement however many come.
+ */
+function dashboardReadsSuite(context: SuiteContext): void {
+  describe('dashboard reads', () => {
+    it('answers any number of API requests from one sample per refresh, running no statement of their own', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(context.stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers);
+      await broker.start();
+      await broker.publish(table.queue('emails'), { n: 1 });
+      await broker.publish(table.queue('dead'), { n: 2 }, { headers: { [LAST_ERROR_HEADER]: 'smtp refused' } });
+      const counted = countingDriver(await context.db.openDriver({ poolSize: 4 }));
+      // A refresh longer than the test: after the first round, no round runs while the requests do.
+      const dashboard = await openDashboard({
+        database: counted.driver,
+        tables: ['jobs'],
+        deadLetter: { kind: 'group', group: 'dead' },
+        port: 0,
+        refreshMs: 600_000,
+      });
+      // As browsers do: a few kept-alive connections, well within the server's cap.
+      const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+      try {
+        const before = counted.statements();
+        expect(before).toBeGreaterThan(0);
+        const paths = ['api/queues', 'api/throughput', 'api/dead-letters', 'api/brokers'];
+        const answers = await Promise.all(
+          Array.from({ length: REQUESTS_AT_ONCE }, (_, index) => sendRaw(`${dashboard.url}${paths[index % paths.length]!}`, { agent })),
+        );
+        expect(answers.every((answer) => answer.status === 200)).toBe(true);
+        expect(answers.find((answer) => answer.body.includes('smtp refused'))).toBeDefined();
+        expect(counted.statements() - before).toBe(0);
+      } finally {
+        agent.destroy();
+        await dashboard.close();
+        await counted.driver.close();
+      }
+    });
+  });
+}
+
+const REQUESTS_AT_ONCE = 200;
+
+/** The driver as it is, with every statement run through it or a connection it lent counted. */
+function countingDriver(driver: Driver): { driver: Driver; statements: () => number } {
+  let statements = 0;
+  const countedConnection = (connection: Connection): Connection =>
+    new Proxy(connection, {
+      get(target, property, receiver) {
+        if (property === 'execute') {
+          return (...args: Parameters<Connection['execute']>) => {
+            statements += 1;
+            return target.execute(...args);
+          };
+        }
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  const counted = new Proxy(driver, {
+    get(target, property, receiver) {
+      if (property === 'execute') {
+        return (...args: Parameters<Driver['execute']>) => {
+          statements += 1;
+          return target.execute(...args);
+        };
+      }
+      if (property === 'acquire') return async () => countedConnection(await target.acquire());
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { driver: counted, statements: () => statements };
+}
+
+/** node:http rather than fetch, which would not send a Host or Origin header of the test's choosing. */
+function sendRaw(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string; agent?: Agent } = {},
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {}, agent: options.agent }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    outgoing.on('error', reject);
+    outgoing.end(options.body);
   });
 }
 

@@ -6,6 +6,7 @@ import { runPeekCommand } from './peek-command.js';
 import { runPurgeCommand } from './purge-command.js';
 import { runRequeueCommand } from './requeue-command.js';
 import { runStatsCommand } from './stats-command.js';
+import { printableLines } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
 const USAGE = `usage: tablequeue <command> [options]
@@ -19,7 +20,9 @@ commands:
   dashboard   serve a web page of the queues, throughput, dead letters and brokers
   demo        publish 20,000 messages into an SQLite queue file and drain them with several workers
 
-run "tablequeue <command> --help" for a command's options
+run "tablequeue <command> --help" for a command's options; a command that opens a database
+takes --database URL, or reads the URL from $DATABASE_URL (or the variable --database-env names),
+which keeps a password out of the process list
 
 exit codes: 0 done, 1 failed (database unreachable, table missing, statement failed),
 2 bad usage (unknown command or flag, missing flag, purge without --yes)`;
@@ -50,7 +53,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    console.error(`tablequeue: ${error instanceof Error ? error.message : String(error)}`);
+    // A database's error can quote what it read (a name, a value); it is shown, never acted on.
+    console.error(printableLines(`tablequeue: ${error instanceof Error ? error.message : String(error)}`));
     const isUsage = error instanceof UsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS');
     process.exitCode = isUsage ? 2 : 1;
   },

@@ -6,7 +6,9 @@ import {
   openDashboard,
 } from '../dashboard/dashboard.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
-import { INSPECTOR_FLAGS, inspectorOptionsOf } from './inspector-flags.js';
+import { checkAllowedHosts } from '../internal/host-allow-list.js';
+import { DATABASE_FLAGS_HELP, INSPECTOR_FLAGS, inspectorOptionsOf } from './inspector-flags.js';
+import { printable } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
 const DASHBOARD_USAGE = `usage: tablequeue dashboard --database URL --table NAME [options]
@@ -15,7 +17,7 @@ Serves a web page with the queues of each table (ready, delayed, in work, dead l
 throughput chart, the dead letters with their last error, and the brokers that report to the
 heartbeat table. Read-only unless started with --allow-actions. Runs until Ctrl-C.
 
-  --database URL            postgres://…, mysql://…, mariadb://…, sqlite:./queue.db
+${DATABASE_FLAGS_HELP}
   --table NAME              a queue table to show (name or schema.name); repeat for more
   --schema NAME             the schema (PostgreSQL) or database (MySQL) of tables named without one
   --dead-letter-group NAME  dead letters are rows of this group in each table
@@ -27,6 +29,12 @@ heartbeat table. Read-only unless started with --allow-actions. Runs until Ctrl-
   --port N                  default ${DEFAULT_DASHBOARD_PORT}; 0 picks a free port
   --host ADDRESS            default ${DEFAULT_DASHBOARD_HOST}: only this machine can open the page;
                             any other address lets the network in, with no login
+  --allowed-host NAME       a name the page may be opened by (repeatable), NAME or NAME:PORT:
+                            the server answers only requests addressed to localhost, 127.0.0.1,
+                            [::1], the --host address with the port, and these, so a web page
+                            cannot reach it by pointing a name of its own at it (DNS rebinding).
+                            With --host 0.0.0.0 or :: the address names no host: give the name
+                            or address others open the page by here
   --refresh-ms N            how often the tables are read (default ${DEFAULT_REFRESH_MS})
   -h, --help                this help`;
 
@@ -40,6 +48,7 @@ export async function runDashboardCommand(args: string[]): Promise<number> {
       'allow-actions': { type: 'boolean' },
       port: { type: 'string' },
       host: { type: 'string' },
+      'allowed-host': { type: 'string', multiple: true },
       'refresh-ms': { type: 'string' },
     },
     strict: true,
@@ -49,13 +58,17 @@ export async function runDashboardCommand(args: string[]): Promise<number> {
     return 0;
   }
   const tables = values.table ?? [];
-  if (values.database !== undefined && tables.length === 0) {
-    throw new UsageError(`dashboard needs at least one --table\n\n${DASHBOARD_USAGE}`);
-  }
   // Every table is read with the same dead-letter location, schema and column names.
-  const { schema, deadLetter, columns } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] }, DASHBOARD_USAGE);
+  const { database, schema, deadLetter, columns } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] ?? '' }, DASHBOARD_USAGE);
+  if (tables.length === 0) throw new UsageError(`dashboard needs at least one --table\n\n${DASHBOARD_USAGE}`);
+  const allowedHosts = values['allowed-host'] ?? [];
+  try {
+    checkAllowedHosts(allowedHosts, '--allowed-host');
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
   const dashboard = await openDashboard({
-    database: values.database!,
+    database,
     tables,
     ...(schema === undefined ? {} : { schema }),
     ...(deadLetter === undefined ? {} : { deadLetter }),
@@ -63,9 +76,11 @@ export async function runDashboardCommand(args: string[]): Promise<number> {
     ...(values['heartbeat-table'] === undefined ? {} : { heartbeatTable: values['heartbeat-table'] }),
     allowActions: values['allow-actions'] ?? false,
     host: values.host ?? DEFAULT_DASHBOARD_HOST,
+    allowedHosts,
     port: values.port === undefined ? DEFAULT_DASHBOARD_PORT : portOf(values.port),
     refreshMs: values['refresh-ms'] === undefined ? DEFAULT_REFRESH_MS : refreshOf(values['refresh-ms']),
-    onError: (error, detail) => console.error(`tablequeue dashboard: ${String(detail['table'])}: ${error instanceof Error ? error.message : String(error)}`),
+    onError: (error, detail) =>
+      console.error(printable(`tablequeue dashboard: ${String(detail['table'])}: ${error instanceof Error ? error.message : String(error)}`)),
   });
   console.log(`dashboard at ${dashboard.url} (${values['allow-actions'] ? 'actions allowed' : 'read-only'}); Ctrl-C stops it`);
   await new Promise<void>((resolve) => {

@@ -2,9 +2,56 @@ import type { QueueInspectorOptions, InspectorColumnNames } from '../admin/open-
 import type { DeadLetterLocation } from '../admin/inspection.js';
 import { UsageError } from './usage-error.js';
 
+/** Where a command finds the database URL when `--database` is not given. */
+export const DEFAULT_DATABASE_ENV = 'DATABASE_URL';
+
+/** `--database` and `--database-env`, which every command that opens a database takes. */
+export const DATABASE_FLAGS = {
+  database: { type: 'string' },
+  'database-env': { type: 'string' },
+} as const;
+
+/** Their help text. */
+export const DATABASE_FLAGS_HELP = `  --database URL            postgres://…, mysql://…, mariadb://…, sqlite:./queue.db; without it,
+                            the URL is read from $${DEFAULT_DATABASE_ENV}, which keeps a password out of
+                            the process list that every user of the machine can read
+  --database-env NAME       read the URL from the environment variable NAME instead`;
+
+export interface DatabaseFlagValues {
+  readonly database?: string | undefined;
+  readonly 'database-env'?: string | undefined;
+}
+
+/**
+ * The database URL: `--database`, else the variable `--database-env` names, else
+ * `DATABASE_URL`. A command line shows in `ps` to every local user, the environment only to
+ * the same user and root, so a URL with a password belongs in the environment.
+ */
+export function databaseUrlOf(
+  command: string,
+  values: DatabaseFlagValues,
+  usage: string,
+  environment: NodeJS.ProcessEnv = process.env,
+): string {
+  const variable = values['database-env'];
+  if (values.database !== undefined) {
+    if (variable !== undefined) throw new UsageError('give --database or --database-env, not both');
+    return values.database;
+  }
+  if (variable !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable)) {
+    throw new UsageError(`--database-env takes the name of an environment variable, got "${variable}"`);
+  }
+  const name = variable ?? DEFAULT_DATABASE_ENV;
+  const url = environment[name];
+  if (url === undefined || url === '') {
+    throw new UsageError(`${command} needs --database URL, or the URL in the environment variable ${name}, which is not set\n\n${usage}`);
+  }
+  return url;
+}
+
 /** The flags every command that reads a queue table takes, in `parseArgs` form. */
 export const INSPECTOR_FLAGS = {
-  database: { type: 'string' },
+  ...DATABASE_FLAGS,
   table: { type: 'string' },
   schema: { type: 'string' },
   'dead-letter-group': { type: 'string' },
@@ -14,7 +61,7 @@ export const INSPECTOR_FLAGS = {
 } as const;
 
 /** Their help text, shared by the commands' usages. */
-export const INSPECTOR_FLAGS_HELP = `  --database URL            postgres://…, mysql://…, mariadb://…, sqlite:./queue.db
+export const INSPECTOR_FLAGS_HELP = `${DATABASE_FLAGS_HELP}
   --table NAME              the queue table
   --schema NAME             its schema (PostgreSQL) or database (MySQL)
   --dead-letter-group NAME  dead letters are moved into this group of the table
@@ -36,8 +83,7 @@ const ROLES: readonly (keyof InspectorColumnNames)[] = [
   'payload',
 ];
 
-export interface InspectorFlagValues {
-  readonly database?: string | undefined;
+export interface InspectorFlagValues extends DatabaseFlagValues {
   readonly table?: string | undefined;
   readonly schema?: string | undefined;
   readonly 'dead-letter-group'?: string | undefined;
@@ -47,7 +93,7 @@ export interface InspectorFlagValues {
 
 /** The inspector's options from the flags; a missing or contradictory flag is a usage error. */
 export function inspectorOptionsOf(command: string, values: InspectorFlagValues, usage: string): QueueInspectorOptions {
-  if (values.database === undefined) throw new UsageError(`${command} needs --database\n\n${usage}`);
+  const database = databaseUrlOf(command, values, usage);
   if (values.table === undefined) throw new UsageError(`${command} needs --table\n\n${usage}`);
   let deadLetter: DeadLetterLocation | undefined;
   if (values['dead-letter-group'] !== undefined && values['dead-letter-table'] !== undefined) {
@@ -66,7 +112,7 @@ export function inspectorOptionsOf(command: string, values: InspectorFlagValues,
     columns[role] = match[2] === '-' ? null : match[2]!;
   }
   return {
-    database: values.database,
+    database,
     table: values.table,
     ...(values.schema === undefined ? {} : { schema: values.schema }),
     ...(deadLetter === undefined ? {} : { deadLetter }),

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { PeekedRow } from '../admin/inspection.js';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
 import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
-import { formatTable, paintFor, type Paint } from './terminal-output.js';
+import { formatTable, jsonForTerminal, paintFor, printable, type Paint } from './terminal-output.js';
 import { positiveInteger } from './usage-error.js';
 
 const PEEK_USAGE = `usage: tablequeue peek --database URL --table NAME [options]
@@ -43,7 +43,7 @@ export async function runPeekCommand(args: string[]): Promise<number> {
       ...(values['dead-letters'] ? { deadLetters: true } : {}),
     });
     if (values.json) {
-      console.log(JSON.stringify(rows, null, 2));
+      console.log(jsonForTerminal(rows, 2));
     } else {
       console.log(renderPeekedRows(rows, paintFor(process.stdout)).join('\n'));
     }
@@ -67,8 +67,8 @@ export function renderPeekedRows(rows: readonly PeekedRow[], paint: Paint): stri
       { heading: 'last error' },
     ],
     rows.map((row) => [
-      row.id,
-      row.group ?? '-',
+      printable(row.id),
+      row.group === null ? '-' : printable(row.group),
       row.attempt === null ? '-' : String(row.attempt),
       time(row.retryAfter),
       time(row.lockedUntil),
@@ -79,9 +79,13 @@ export function renderPeekedRows(rows: readonly PeekedRow[], paint: Paint): stri
   );
 }
 
-/** One line, at most `PAYLOAD_PREVIEW_CHARACTERS` characters, so the table stays a table. */
+/**
+ * One line of at most `PAYLOAD_PREVIEW_CHARACTERS` characters of the text, so the table stays a
+ * table; control characters left after the white space is folded are shown as escapes, which
+ * may make the line longer.
+ */
 function preview(text: string): string {
   const oneLine = text.replace(/\s+/g, ' ');
   const characters = [...oneLine];
-  return characters.length <= PAYLOAD_PREVIEW_CHARACTERS ? oneLine : `${characters.slice(0, PAYLOAD_PREVIEW_CHARACTERS - 1).join('')}…`;
+  return printable(characters.length <= PAYLOAD_PREVIEW_CHARACTERS ? oneLine : `${characters.slice(0, PAYLOAD_PREVIEW_CHARACTERS - 1).join('')}…`);
 }

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
 import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
-import { formatCount } from './terminal-output.js';
+import { formatCount, printable } from './terminal-output.js';
 
 const PURGE_USAGE = `usage: tablequeue purge --database URL --table NAME [--group NAME] --yes
 
@@ -25,7 +25,9 @@ export async function runPurgeCommand(args: string[]): Promise<number> {
   const options = inspectorOptionsOf('purge', values, PURGE_USAGE);
   const inspector = await openQueueInspector(options);
   try {
-    const what = values.group === undefined ? `table "${inspector.spec.qualifiedName}"` : `group "${values.group}" of table "${inspector.spec.qualifiedName}"`;
+    const what = printable(
+      values.group === undefined ? `table "${inspector.spec.qualifiedName}"` : `group "${values.group}" of table "${inspector.spec.qualifiedName}"`,
+    );
     if (values.yes !== true) {
       const inspection = await inspector.inspect();
       const rowCount = inspection.groups

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
 import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
-import { formatCount, ProgressBar } from './terminal-output.js';
+import { formatCount, printable, ProgressBar } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
 const REQUEUE_USAGE = `usage: tablequeue requeue --database URL --table NAME (--id ID… | --all) [options]
@@ -53,7 +53,9 @@ export async function runRequeueCommand(args: string[]): Promise<number> {
       onProgress: (doneCount, totalCount) => progress.update(doneCount, totalCount),
     });
     progress.finish();
-    const destination = values['to-group'] === undefined ? `table "${inspector.spec.qualifiedName}"` : `group "${values['to-group']}"`;
+    const destination = printable(
+      values['to-group'] === undefined ? `table "${inspector.spec.qualifiedName}"` : `group "${values['to-group']}"`,
+    );
     console.log(`moved ${formatCount(moved)} dead letter${moved === 1 ? '' : 's'} back to ${destination}`);
     if (ids !== undefined && moved < ids.length) {
       console.error(`tablequeue: ${formatCount(ids.length - moved)} of the ids given ${ids.length - moved === 1 ? 'is' : 'are'} not a dead letter; nothing else changed`);

@@ -3,7 +3,7 @@ import type { GroupCounts, TableInspection } from '../admin/inspection.js';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
-import { formatAge, formatCount, formatTable, paintFor, type OutputStream, type Paint } from './terminal-output.js';
+import { formatAge, formatCount, formatTable, jsonForTerminal, paintFor, printable, type OutputStream, type Paint } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
 const STATS_USAGE = `usage: tablequeue stats --database URL --table NAME [options]
@@ -37,7 +37,7 @@ export async function runStatsCommand(args: string[]): Promise<number> {
   try {
     if (watchMs === undefined) {
       const inspection = await inspector.inspect();
-      out.write(values.json ? `${JSON.stringify(inspectionJson(inspection), null, 2)}\n` : `${renderInspection(inspection, paint).join('\n')}\n`);
+      out.write(values.json ? `${jsonForTerminal(inspectionJson(inspection), 2)}\n` : `${renderInspection(inspection, paint).join('\n')}\n`);
       return 0;
     }
     const stop = new AbortController();
@@ -49,7 +49,7 @@ export async function runStatsCommand(args: string[]): Promise<number> {
       while (!stop.signal.aborted) {
         const inspection = await inspector.inspect();
         if (values.json) {
-          out.write(`${JSON.stringify(inspectionJson(inspection))}\n`);
+          out.write(`${jsonForTerminal(inspectionJson(inspection))}\n`);
         } else {
           const lines = renderInspection(inspection, paint);
           // On a terminal the snapshot replaces the last one; elsewhere snapshots follow each other.
@@ -112,15 +112,15 @@ export function renderInspection(inspection: TableInspection, paint: Paint): str
     inspection.deadLetter === undefined
       ? ''
       : inspection.deadLetter.kind === 'group'
-        ? ` in group "${inspection.deadLetter.group}"`
-        : ` in table "${inspection.deadLetter.table}"`;
+        ? ` in group "${printable(inspection.deadLetter.group)}"`
+        : ` in table "${printable(inspection.deadLetter.table)}"`;
   const title =
-    `${paint.bold(inspection.table)}  read ${inspection.readAt.toISOString()}  ` +
+    `${paint.bold(printable(inspection.table))}  read ${inspection.readAt.toISOString()}  ` +
     `dead letters: ${inspection.deadLettered > 0 ? paint.red(formatCount(inspection.deadLettered)) : '0'}${where}`;
   if (inspection.groups.length === 0) return [title, paint.dim('(no rows)')];
   const count = (value: number, colour: (text: string) => string) => (value > 0 ? colour(formatCount(value)) : paint.dim('0'));
   const rows = inspection.groups.map((counts: GroupCounts) => [
-    counts.group ?? '(table)',
+    counts.group === null ? '(table)' : printable(counts.group),
     count(counts.ready, paint.green),
     count(counts.delayed, paint.yellow),
     count(counts.inWork, (text) => text),

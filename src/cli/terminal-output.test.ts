@@ -3,7 +3,10 @@ import {
   formatAge,
   formatCount,
   formatTable,
+  jsonForTerminal,
   paintFor,
+  printable,
+  printableLines,
   ProgressBar,
   renderProgressLine,
   visibleWidth,
@@ -88,5 +91,24 @@ describe('ProgressBar', () => {
   it('fills the bar by the share done', () => {
     expect(renderProgressLine('x', 450, 1000)).toBe(`x [${'#'.repeat(14)}${'.'.repeat(16)}] 450/1,000  45%`);
     expect(renderProgressLine('x', 0, 0)).toBe(`x [${'#'.repeat(30)}] 0/0 100%`);
+  });
+});
+
+describe('printable', () => {
+  const hostile = 'a\u001b]0;owned\u0007b\u001b]52;c;cm0gLXJmIH4=\u0007c\u001b[2K\u001b[1Ad\u009b31me\u007ff\u0000\tg\nh';
+
+  it('shows every C0 and C1 control character as its escape, and leaves other text alone', () => {
+    expect(printable(hostile)).toBe(
+      'a\\x1b]0;owned\\x07b\\x1b]52;c;cm0gLXJmIH4=\\x07c\\x1b[2K\\x1b[1Ad\\u009b31me\\x7ff\\x00\\tg\\nh',
+    );
+    expect(printable('émoji 🙂 and ü, no controls')).toBe('émoji 🙂 and ü, no controls');
+    expect(printableLines('first\u001b[2K\nsecond')).toBe('first\\x1b[2K\nsecond');
+  });
+
+  it('writes JSON a reader parses back to the same text, with no C1 control left raw', () => {
+    const text = jsonForTerminal({ payload: hostile }, 2);
+    // eslint-disable-next-line no-control-regex
+    expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(JSON.parse(text)).toEqual({ payload: hostile });
   });
 });

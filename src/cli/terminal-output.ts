@@ -18,6 +18,50 @@ export interface TableColumn {
   readonly align?: ColumnAlignment;
 }
 
+/**
+ * C0 controls, DEL and C1 controls. A terminal acts on them rather than showing them: text read
+ * from a queue (a payload, a last error, a group name) could set the window title (ESC ] 0;…),
+ * write the clipboard (ESC ] 52;c;…), erase lines already printed (ESC [2K ESC [1A), or do the
+ * same with a C1 CSI (U+009B) in place of ESC [.
+ */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/g;
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
+
+const SHORT_ESCAPES: Readonly<Record<string, string>> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+function visibleEscape(character: string): string {
+  const code = character.charCodeAt(0);
+  const short = SHORT_ESCAPES[character];
+  if (short !== undefined) return short;
+  return code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * Text from the database made safe to print: every control character shown as its escape
+ * (`\x1b`, `\u009b`, `\n`), so it reads as what it is and the terminal does nothing with it.
+ * Every human-readable output passes what it did not write itself through this; `--json`
+ * output is escaped by JSON itself (see `jsonForTerminal`).
+ */
+export function printable(text: string): string {
+  return text.replace(CONTROL_CHARACTERS, visibleEscape);
+}
+
+/** `printable`, keeping line breaks: for messages of several lines, such as an error with its usage. */
+export function printableLines(text: string): string {
+  return text.replace(CONTROL_CHARACTERS_BUT_NEWLINE, visibleEscape);
+}
+
+/**
+ * `JSON.stringify`, with DEL and the C1 controls written as `\u007f`…`\u009f` too: JSON escapes
+ * C0 controls itself but leaves these as they are, and some terminals act on C1. A JSON reader gets the same
+ * values either way.
+ */
+export function jsonForTerminal(value: unknown, indent?: number): string {
+  return (JSON.stringify(value, null, indent) ?? 'null').replace(/[\u007f-\u009f]/g, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** The visible width of text that may carry colour escapes. */
 export function visibleWidth(text: string): number {
   // eslint-disable-next-line no-control-regex

@@ -218,20 +218,40 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
       var listId = 'groups-' + table.table.replace(/[^A-Za-z0-9_-]/g, '_');
       var target = null;
       if (inGroup) {
-        var known = latestGroups[table.table] || [];
+        // Empty until the operator names a queue: a row moved into a dead-letter group no longer
+        // records the group it came from, and a guess would send the rows to the wrong queue.
         var chosen = chosenGroups[table.table];
         target = el('input', { 'aria-label': 'move to queue', placeholder: 'to queue', list: listId,
-          value: chosen !== undefined ? chosen : known[0] || '', disabled: !allowed });
+          value: chosen !== undefined ? chosen : '', disabled: !allowed });
         target.addEventListener('input', function (event) { chosenGroups[table.table] = event.target.value; });
       }
       function targetGroup() { return target ? target.value.trim() : undefined; }
+      // Rows of a dead-letter group go where the operator says; rows of a dead-letter table to their own queue.
+      function destination() {
+        var group = targetGroup();
+        if (group === '') {
+          showNotice('name the queue to move the dead letters into');
+          target.focus();
+          return null;
+        }
+        return { group: group, text: group === undefined ? 'their own queues' : 'queue "' + group + '"' };
+      }
+      var total = table.deadLettered;
       var all = el('button', { type: 'button', 'data-action': 'requeue-all', disabled: !allowed || table.rows.length === 0,
         title: allowed ? 'move every dead letter back' : 'read-only: start the dashboard with --allow-actions' }, 'requeue all');
-      all.addEventListener('click', function () { requeue(table.table, undefined, targetGroup()); });
+      all.addEventListener('click', function () {
+        var to = destination();
+        if (to === null) return;
+        var question = 'Move all ' + count(total) + ' dead letter' + (total === 1 ? '' : 's') + ' of ' + table.table + ' to ' + to.text + '?';
+        if (window.confirm(question)) requeue(table.table, undefined, to.group);
+      });
       var rows = table.rows.map(function (row) {
         var button = el('button', { type: 'button', 'data-action': 'requeue', disabled: !allowed,
           title: allowed ? 'move this row back to its queue' : 'read-only: start the dashboard with --allow-actions' }, 'requeue');
-        button.addEventListener('click', function () { requeue(table.table, [row.id], targetGroup()); });
+        button.addEventListener('click', function () {
+          var to = destination();
+          if (to !== null) requeue(table.table, [row.id], to.group);
+        });
         return el('tr', { 'data-dead-id': row.id }, [
           el('td', { class: 'mono' }, row.id),
           inGroup ? null : el('td', null, row.group === null ? '–' : row.group),

@@ -1,7 +1,17 @@
 import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeclarationError } from '../errors.js';
-import { startDashboardServer, type DashboardData, type RequeueRequest, type RunningDashboard } from './dashboard-server.js';
+import {
+  DASHBOARD_HEADERS_TIMEOUT_MS,
+  DASHBOARD_MAX_CONNECTIONS,
+  DASHBOARD_REQUEST_TIMEOUT_MS,
+  DASHBOARD_TIMEOUT_CHECK_MS,
+  startDashboardServer,
+  type DashboardData,
+  type RequeueRequest,
+  type RunningDashboard,
+} from './dashboard-server.js';
 
 interface Answer {
   readonly status: number;
@@ -37,8 +47,8 @@ function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardDat
       },
     ],
     throughput: () => [{ at: 0, depth: 6, drainedPerSecond: 0 }],
-    deadLetters: () => Promise.resolve([{ table: 'jobs', location: 'group:dead', rows: [], error: null }]),
-    brokers: () => Promise.resolve({ table: 'tablequeue_brokers', brokers: [], staleCount: 0, problem: null }),
+    deadLetters: () => [{ table: 'jobs', location: 'group:dead', deadLettered: 2, rows: [], error: null }],
+    brokers: () => ({ table: 'tablequeue_brokers', brokers: [], staleCount: 0, problem: null }),
     requeue: (requeue) => {
       if (requeue.toGroup === undefined) return Promise.reject(new DeclarationError('name the group to move them to'));
       requeues.push(requeue);
@@ -116,7 +126,7 @@ describe('dashboard server', () => {
     });
     expect(foreignOrigin.status).toBe(403);
     const rebound = await send(`${withActions.url}api/queues`, { headers: { host: 'evil.example:4300' } });
-    expect(rebound.status).toBe(403);
+    expect(rebound.status).toBe(421);
     expect(requeues).toHaveLength(1);
   });
 
@@ -136,3 +146,144 @@ describe('dashboard server', () => {
     expect(wrongMethod!.status).toBe(405);
   });
 });
+
+/** Where a socket is when the test has waited long enough: closed (with what it was sent) or still open. */
+interface SocketEnd {
+  readonly closedAfterMs: number | null;
+  readonly received: string;
+}
+
+/**
+ * Opens a raw connection, writes `start`, then one byte of `trickle` every 500 ms, as a client
+ * holding the server's sockets would; resolves when the server closes it or after `giveUpMs`.
+ */
+function holdSocket(url: string, start: string, trickle: string, giveUpMs: number): Promise<SocketEnd> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const openedAt = Date.now();
+    let received = '';
+    const socket: Socket = connect(Number(port), hostname, () => socket.write(start));
+    const dribble = setInterval(() => {
+      if (trickle !== '' && !socket.destroyed) socket.write(trickle);
+    }, 500);
+    const giveUp = setTimeout(() => {
+      clearInterval(dribble);
+      socket.destroy();
+      resolve({ closedAfterMs: null, received });
+    }, giveUpMs);
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearInterval(dribble);
+      clearTimeout(giveUp);
+      resolve({ closedAfterMs: Date.now() - openedAt, received });
+    });
+  });
+}
+
+describe('dashboard server limits', () => {
+  it('answers only hosts on its list, and checks Origin against the list, not against Host', async () => {
+    const requeues: RequeueRequest[] = [];
+    const dashboard = await startDashboardServer({ host: '127.0.0.2', port: 0, allowedHosts: ['dash.example'], data: dataOf(true, requeues) });
+    try {
+      const { port } = new URL(dashboard.url);
+      const attacker = `rebind.attacker.example:${port}`;
+      const body = JSON.stringify({ table: 'jobs', ids: ['7'], toGroup: 'emails' });
+      const rebindHeaders = { host: attacker, origin: `http://${attacker}` };
+      const [read, action] = await Promise.all([
+        send(`${dashboard.url}api/dead-letters`, { headers: rebindHeaders }),
+        send(`${dashboard.url}api/requeue`, { method: 'POST', headers: { ...rebindHeaders, 'content-type': 'application/json' }, body }),
+      ]);
+      expect(read.status).toBe(421);
+      expect(action.status).toBe(421);
+      expect(JSON.parse(read.body).error).toMatch(/localhost, 127\.0\.0\.1, \[::1\], dash\.example, 127\.0\.0\.2:\d+; start it with --allowed-host/);
+
+      const ownAddress = await send(`${dashboard.url}api/queues`);
+      expect(ownAddress.status).toBe(200);
+      const allowed = { host: `dash.example:${port}`, origin: `http://dash.example:${port}` };
+      const [allowedRead, allowedAction] = await Promise.all([
+        send(`${dashboard.url}api/brokers`, { headers: allowed }),
+        send(`${dashboard.url}api/requeue`, { method: 'POST', headers: { ...allowed, 'content-type': 'application/json' }, body }),
+      ]);
+      expect(allowedRead.status).toBe(200);
+      expect(allowedAction.status).toBe(200);
+      expect(requeues).toHaveLength(1);
+
+      const foreignOrigin = await send(`${dashboard.url}api/requeue`, {
+        method: 'POST',
+        headers: { host: `dash.example:${port}`, origin: `http://${attacker}`, 'content-type': 'application/json' },
+        body,
+      });
+      expect(foreignOrigin.status).toBe(403);
+      expect(requeues).toHaveLength(1);
+    } finally {
+      await dashboard.close();
+    }
+  });
+
+  it('refuses an allowed host that is not one', async () => {
+    await expect(startDashboardServer({ host: '127.0.0.1', port: 0, allowedHosts: ['http://dash.example'], data: dataOf(false, []) })).rejects.toThrow(
+      DeclarationError,
+    );
+  });
+
+  it(
+    'closes sockets that send their request too slowly, within the header and request timeouts',
+    async () => {
+      // With actions allowed, so the server waits for the requeue's body rather than refusing at once.
+      const dashboard = await startDashboardServer({ host: '127.0.0.1', port: 0, data: dataOf(true, []) });
+      try {
+        const { host } = new URL(dashboard.url);
+        const giveUpMs = DASHBOARD_REQUEST_TIMEOUT_MS + 5 * DASHBOARD_TIMEOUT_CHECK_MS;
+        const [silent, slowHeaders, slowBody] = await Promise.all([
+          holdSocket(dashboard.url, '', '', giveUpMs),
+          holdSocket(dashboard.url, `GET /api/queues HTTP/1.1\r\nHost: ${host}\r\n`, 'X', giveUpMs),
+          holdSocket(
+            dashboard.url,
+            `POST /api/requeue HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
+            ' ',
+            giveUpMs,
+          ),
+        ]);
+        const headerLimit = DASHBOARD_HEADERS_TIMEOUT_MS + 2 * DASHBOARD_TIMEOUT_CHECK_MS;
+        expect(silent.closedAfterMs).not.toBeNull();
+        expect(silent.closedAfterMs!).toBeLessThanOrEqual(headerLimit);
+        expect(slowHeaders.closedAfterMs).not.toBeNull();
+        expect(slowHeaders.closedAfterMs!).toBeLessThanOrEqual(headerLimit);
+        expect(slowHeaders.received).toMatch(/^HTTP\/1\.1 408/);
+        expect(slowBody.closedAfterMs).not.toBeNull();
+        expect(slowBody.closedAfterMs!).toBeLessThanOrEqual(DASHBOARD_REQUEST_TIMEOUT_MS + 2 * DASHBOARD_TIMEOUT_CHECK_MS);
+        expect(slowBody.received).toMatch(/^HTTP\/1\.1 408/);
+      } finally {
+        await dashboard.close();
+      }
+    },
+    DASHBOARD_REQUEST_TIMEOUT_MS + 20_000,
+  );
+
+  it('closes connections beyond its cap as they arrive', async () => {
+    const dashboard = await startDashboardServer({ host: '127.0.0.1', port: 0, data: dataOf(false, []) });
+    const { hostname, port, host } = new URL(dashboard.url);
+    const held: Socket[] = [];
+    try {
+      // Each held connection has had an answer, so the server counts it before the next one comes.
+      for (let index = 0; index < DASHBOARD_MAX_CONNECTIONS; index += 1) {
+        const socket = connect(Number(port), hostname);
+        held.push(socket);
+        await new Promise<void>((resolve, reject) => {
+          socket.once('error', reject);
+          socket.once('data', () => resolve());
+          socket.write(`GET /favicon.ico HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+        });
+      }
+      const extra = await holdSocket(dashboard.url, `GET /api/queues HTTP/1.1\r\nHost: ${host}\r\n\r\n`, '', 2_000);
+      expect(extra.closedAfterMs).not.toBeNull();
+      expect(extra.received).toBe('');
+    } finally {
+      for (const socket of held) socket.destroy();
+      await dashboard.close();
+    }
+  });
+});
+

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DeclarationError, isQueueError } from '../errors.js';
+import { HostAllowList } from '../internal/host-allow-list.js';
 import type { BrokerList } from './broker-directory.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
 import { DASHBOARD_SCRIPT } from './dashboard-script.js';
@@ -31,6 +32,8 @@ export interface DeadLetterTableView {
   readonly table: string;
   /** `group:<name>` or `table:<name>`; null when the dashboard was not told where dead letters go. */
   readonly location: string | null;
+  /** Every dead letter of the table, of which `rows` lists the first; what "requeue all" moves. */
+  readonly deadLettered: number;
   readonly rows: readonly DeadLetterView[];
   readonly error: string | null;
 }
@@ -43,13 +46,17 @@ export interface RequeueRequest {
   readonly toGroup?: string;
 }
 
-/** The data behind the endpoints; `dashboard.ts` assembles it from inspectors and the heartbeat table. */
+/**
+ * The data behind the endpoints; `dashboard.ts` assembles it from the sampler's latest round.
+ * The reads are synchronous on purpose: a request never waits on the database, so any number of
+ * them cost the database nothing beyond one round per refresh interval.
+ */
 export interface DashboardData {
   readonly config: DashboardConfig;
   queues(): readonly TableSnapshot[];
   throughput(): readonly ThroughputPoint[];
-  deadLetters(): Promise<readonly DeadLetterTableView[]>;
-  brokers(): Promise<BrokerList>;
+  deadLetters(): readonly DeadLetterTableView[];
+  brokers(): BrokerList;
   /** Moves dead letters back; returns how many moved. A `DeclarationError` is the caller's to fix (400). */
   requeue(request: RequeueRequest): Promise<number>;
 }
@@ -58,6 +65,11 @@ export interface DashboardServerOptions {
   readonly host: string;
   /** 0 picks a free port; `url` tells which. */
   readonly port: number;
+  /**
+   * Host names the server answers besides loopback names and `host` itself (see
+   * `HostAllowList`): `name` on any port or `name:port`.
+   */
+  readonly allowedHosts?: readonly string[];
   readonly data: DashboardData;
 }
 
@@ -70,6 +82,29 @@ export interface RunningDashboard {
 /** A requeue names at most this many rows; the page sends one id, or none for all. */
 const MAX_REQUEUE_IDS = 1_000;
 const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * How long a client may take over its request. Node's defaults (60 s for the headers, 300 s for
+ * the whole request, checked every 30 s) let a client hold a socket for minutes by sending a
+ * byte now and then: 3,000 such sockets were held for over 70 s. The page's requests are a line
+ * of headers and at most 64 KiB of JSON, sent in milliseconds even over an SSH tunnel, so 5 s
+ * for the headers and 10 s for the whole request refuse nobody honest.
+ */
+export const DASHBOARD_HEADERS_TIMEOUT_MS = 5_000;
+export const DASHBOARD_REQUEST_TIMEOUT_MS = 10_000;
+/** How often Node looks for requests past those limits; a late one is closed within this much more. */
+export const DASHBOARD_TIMEOUT_CHECK_MS = 1_000;
+/**
+ * An idle kept-alive connection is closed after this long. The page asks again every refresh
+ * (2 s by default), so at the default its connections stay open between polls.
+ */
+export const DASHBOARD_KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/**
+ * Connections beyond this are closed as they arrive. A page polls four endpoints at once and a
+ * browser opens at most six connections to one server, so 100 serves over a dozen open pages;
+ * what a connection costs the server is memory only, since no request queries the database.
+ */
+export const DASHBOARD_MAX_CONNECTIONS = 100;
 
 /**
  * The page may load only its own script and style and talk only to this server, so nothing it
@@ -92,8 +127,6 @@ const STATIC_FILES: Record<string, { type: string; body: string }> = {
   '/dashboard.js': { type: 'text/javascript; charset=utf-8', body: DASHBOARD_SCRIPT },
 };
 
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
 /** A client error with the status it answers. */
 class HttpError extends Error {
   readonly status: number;
@@ -106,13 +139,22 @@ class HttpError extends Error {
 
 export async function startDashboardServer(options: DashboardServerOptions): Promise<RunningDashboard> {
   const { data } = options;
-  const isLoopback = LOOPBACK_NAMES.has(options.host);
-  const server = createServer((request, response) => {
-    handle(request, response, data, isLoopback).catch((error: unknown) => {
-      const status = error instanceof HttpError ? error.status : isQueueError(error, 'DECLARATION') ? 400 : 500;
-      sendJson(response, status, { error: error instanceof Error ? error.message : String(error) });
-    });
-  });
+  const hosts = new HostAllowList({ boundHost: options.host, allowedHosts: options.allowedHosts, optionName: 'allowedHosts' });
+  const server = createServer(
+    {
+      headersTimeout: DASHBOARD_HEADERS_TIMEOUT_MS,
+      requestTimeout: DASHBOARD_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: DASHBOARD_TIMEOUT_CHECK_MS,
+      keepAliveTimeout: DASHBOARD_KEEP_ALIVE_TIMEOUT_MS,
+    },
+    (request, response) => {
+      handle(request, response, data, hosts).catch((error: unknown) => {
+        const status = error instanceof HttpError ? error.status : isQueueError(error, 'DECLARATION') ? 400 : 500;
+        sendJson(response, status, { error: error instanceof Error ? error.message : String(error) });
+      });
+    },
+  );
+  server.maxConnections = DASHBOARD_MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -132,11 +174,20 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
   };
 }
 
-async function handle(request: IncomingMessage, response: ServerResponse, data: DashboardData, isLoopback: boolean): Promise<void> {
-  // A page elsewhere can point a name of its own at 127.0.0.1 (DNS rebinding); the Host it sends
-  // then names that page's host, so a dashboard on loopback answers only loopback names.
-  if (isLoopback && !LOOPBACK_NAMES.has(hostnameOf(request.headers.host))) {
-    throw new HttpError(403, 'the dashboard answers only requests addressed to localhost or 127.0.0.1');
+async function handle(request: IncomingMessage, response: ServerResponse, data: DashboardData, hosts: HostAllowList): Promise<void> {
+  // A page elsewhere can point a name of its own at this server's address (DNS rebinding); the
+  // Host and Origin it sends then name that page's host, which is on no list of ours.
+  const localPort = request.socket.localPort ?? 0;
+  if (!hosts.allowsHost(request.headers.host, localPort)) {
+    throw new HttpError(
+      421,
+      `the dashboard answers only requests addressed to ${hosts.describe(localPort)}; ` +
+        'start it with --allowed-host NAME to add the name you open it by',
+    );
+  }
+  const origin = request.headers.origin;
+  if (origin !== undefined && !hosts.allowsOrigin(origin, localPort)) {
+    throw new HttpError(403, `requests from pages at ${origin} are refused; the dashboard answers its own page only`);
   }
   const path = new URL(request.url ?? '/', 'http://localhost').pathname;
   if (request.method === 'POST' && path === '/api/requeue') {
@@ -167,10 +218,10 @@ async function handle(request: IncomingMessage, response: ServerResponse, data: 
       sendJson(response, 200, { intervalMs: data.config.refreshMs, points: data.throughput() });
       return;
     case '/api/dead-letters':
-      sendJson(response, 200, { tables: await data.deadLetters() });
+      sendJson(response, 200, { tables: data.deadLetters() });
       return;
     case '/api/brokers':
-      sendJson(response, 200, await data.brokers());
+      sendJson(response, 200, data.brokers());
       return;
   }
   throw new HttpError(404, `nothing at ${path}`);
@@ -178,16 +229,12 @@ async function handle(request: IncomingMessage, response: ServerResponse, data: 
 
 /**
  * Only with `--allow-actions`. The body must be JSON: a page elsewhere can post a form to this
- * server without asking, but not a JSON body, and a browser names its origin, which must be this
- * server's own.
+ * server without asking, but not a JSON body, and a browser names its origin, which `handle`
+ * has checked against the allowed hosts.
  */
 async function requeue(request: IncomingMessage, data: DashboardData): Promise<number> {
   if (!data.config.allowActions) {
     throw new HttpError(403, 'the dashboard is read-only; start it with --allow-actions to requeue dead letters');
-  }
-  const origin = request.headers.origin;
-  if (origin !== undefined && origin !== `http://${request.headers.host ?? ''}`) {
-    throw new HttpError(403, `requests from ${origin} may not change queues`);
   }
   if (!(request.headers['content-type'] ?? '').startsWith('application/json')) {
     throw new HttpError(415, 'send the requeue as application/json');
@@ -227,12 +274,6 @@ async function readBody(request: IncomingMessage): Promise<string> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function hostnameOf(hostHeader: string | undefined): string {
-  if (hostHeader === undefined) return '';
-  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
-  return hostHeader.split(':')[0] ?? '';
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown): void {

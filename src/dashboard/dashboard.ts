@@ -5,6 +5,7 @@ import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
 import { createDriver } from '../driver/create-driver.js';
 import type { Driver } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
+import { checkAllowedHosts } from '../internal/host-allow-list.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import { BrokerDirectory } from './broker-directory.js';
 import { BrokerDrainRate } from './broker-drain-rate.js';
@@ -16,11 +17,11 @@ import {
   type RequeueRequest,
   type RunningDashboard,
 } from './dashboard-server.js';
-import { messageOf, QueueSampler, type WatchedTable } from './queue-sampler.js';
+import { QueueSampler, type DeadLetterSample, type WatchedTable } from './queue-sampler.js';
 
 export interface DashboardOptions {
-  /** `postgres://…`, `mysql://…`, `mariadb://…` or `sqlite:…`. */
-  readonly database: string;
+  /** `postgres://…`, `mysql://…`, `mariadb://…` or `sqlite:…`, or an open `Driver` the caller keeps and closes. */
+  readonly database: string | Driver;
   /** Queue tables to show, `name` or `schema.name`. */
   readonly tables: readonly string[];
   /** The schema of tables named without one. */
@@ -35,6 +36,11 @@ export interface DashboardOptions {
   readonly allowActions?: boolean;
   /** Default 127.0.0.1: only this machine can open the page. */
   readonly host?: string;
+  /**
+   * Host names the page may be opened by besides localhost, 127.0.0.1, [::1] and `host` (which
+   * names no host when it is 0.0.0.0 or ::): `name` on any port, or `name:port`.
+   */
+  readonly allowedHosts?: readonly string[];
   /** Default 4300; 0 picks a free port. */
   readonly port?: number;
   /** How often the tables are inspected and the page refreshes. Default 2,000 ms. */
@@ -69,9 +75,11 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
   if (!Number.isInteger(refreshMs) || refreshMs < 100) {
     throw new DeclarationError(`the dashboard's refresh must be a whole number of at least 100 ms, got ${String(refreshMs)}`);
   }
-  const driver = createDriver(options.database, { poolSize: POOL_SIZE });
-  await driver.open();
-  const closing: (() => Promise<void>)[] = [() => driver.close()];
+  checkAllowedHosts(options.allowedHosts, 'allowedHosts');
+  const ownsDriver = typeof options.database === 'string';
+  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: POOL_SIZE }) : options.database;
+  if (ownsDriver) await driver.open();
+  const closing: (() => Promise<void>)[] = ownsDriver ? [() => driver.close()] : [];
   const closeAll = async () => {
     for (const close of closing.splice(0).reverse()) await close().catch(() => undefined);
   };
@@ -86,10 +94,9 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
       intervalMs: refreshMs,
       historySize: Math.min(MAX_HISTORY_POINTS, Math.ceil(HISTORY_MS / refreshMs)),
       onError: (error, table) => options.onError?.(error, { table }),
-      readBrokerDrainRate: async () => {
-        const readAt = Date.now();
-        return drainRate.update(await directory.list(), readAt);
-      },
+      deadLettersPerTable: DEAD_LETTERS_SHOWN,
+      readBrokers: () => directory.list(),
+      drainRateOf: (brokers, readAt) => drainRate.update(brokers, readAt),
     });
     await sampler.start();
     closing.push(() => sampler.stop());
@@ -103,8 +110,12 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
       },
       queues: () => sampler.snapshots(),
       throughput: () => sampler.history(),
-      deadLetters: () => Promise.all(tables.map(deadLettersOf)),
-      brokers: () => directory.list(),
+      deadLetters: () => {
+        const counts = new Map(sampler.snapshots().map((snapshot) => [snapshot.table, snapshot.deadLettered]));
+        return sampler.deadLetters().map((sample) => deadLetterTableView(sample, counts.get(sample.table) ?? 0));
+      },
+      brokers: () => sampler.brokers() ?? { table: heartbeatTable, brokers: [], staleCount: 0, problem: 'not read yet' },
+      // A round before answering: until one runs, every page would show the moved rows where they were.
       requeue: async (request) => {
         const moved = await requeueIn(tables, request);
         await sampler.refresh();
@@ -114,6 +125,7 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
     const server: RunningDashboard = await startDashboardServer({
       host: options.host ?? DEFAULT_DASHBOARD_HOST,
       port: options.port ?? DEFAULT_DASHBOARD_PORT,
+      ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
       data,
     });
     closing.push(() => server.close());
@@ -142,15 +154,14 @@ async function openTables(driver: Driver, options: DashboardOptions, closing: ((
   return tables;
 }
 
-async function deadLettersOf(watched: WatchedTable): Promise<DeadLetterTableView> {
-  const location = watched.deadLetter === undefined ? null : locationText(watched.deadLetter);
-  if (location === null) return { table: watched.table, location, rows: [], error: null };
-  try {
-    const rows = await watched.inspector.peek({ deadLetters: true, limit: DEAD_LETTERS_SHOWN });
-    return { table: watched.table, location, rows: rows.map(deadLetterView), error: null };
-  } catch (error) {
-    return { table: watched.table, location, rows: [], error: messageOf(error) };
-  }
+function deadLetterTableView(sample: DeadLetterSample, deadLettered: number): DeadLetterTableView {
+  return {
+    table: sample.table,
+    location: sample.deadLetter === null ? null : locationText(sample.deadLetter),
+    deadLettered,
+    rows: sample.rows.map(deadLetterView),
+    error: sample.error,
+  };
 }
 
 async function requeueIn(tables: readonly WatchedTable[], request: RequeueRequest): Promise<number> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { GroupCounts, QueueInspector, TableInspection } from '../admin/inspection.js';
+import type { GroupCounts, PeekedRow, QueueInspector, TableInspection } from '../admin/inspection.js';
+import type { BrokerList } from './broker-directory.js';
 import { drainedBetween, QueueSampler } from './queue-sampler.js';
 
 function counts(group: string, ready: number, extra: Partial<GroupCounts> = {}): GroupCounts {
@@ -22,6 +23,8 @@ function scriptedInspector(rounds: { groups: GroupCounts[]; deadLettered?: numbe
     close: () => Promise.resolve(),
   };
 }
+
+const NO_BROKERS: BrokerList = { table: 'tablequeue_brokers', brokers: [], staleCount: 0, problem: null };
 
 describe('drainedBetween', () => {
   const at = 0;
@@ -73,13 +76,55 @@ describe('QueueSampler', () => {
       intervalMs: 60_000,
       historySize: 2,
       onError: () => undefined,
-      readBrokerDrainRate: () => Promise.resolve(reported),
+      readBrokers: () => Promise.resolve(NO_BROKERS),
+      drainRateOf: () => reported,
     });
     await sampler.refresh();
     reported = 12.5;
     await sampler.refresh();
     await sampler.refresh();
     expect(sampler.history().map((point) => point.drainedPerSecond)).toEqual([12.5, 12.5]);
+  });
+
+  it('reads the dead letters and the brokers once a round, and answers from that round until the next', async () => {
+    const dead: PeekedRow = {
+      id: '7', group: 'dead', attempt: 3, retryAfter: null, lockedUntil: null, headers: {}, payload: { n: 7 }, lastError: 'smtp refused',
+    };
+    const reads = { peeks: 0, brokers: 0 };
+    const inspector: QueueInspector = {
+      ...scriptedInspector([{ groups: [counts('dead', 1), counts('emails', 3)], deadLettered: 1 }]),
+      peek: (options) => {
+        reads.peeks += 1;
+        expect(options).toEqual({ deadLetters: true, limit: 50 });
+        return Promise.resolve([dead]);
+      },
+    };
+    const sampler = new QueueSampler({
+      tables: [
+        { table: 'jobs', deadLetter: { kind: 'group', group: 'dead' }, inspector },
+        { table: 'other', deadLetter: undefined, inspector: scriptedInspector([{ groups: [] }]) },
+      ],
+      intervalMs: 60_000,
+      historySize: 10,
+      onError: () => undefined,
+      deadLettersPerTable: 50,
+      readBrokers: () => {
+        reads.brokers += 1;
+        return Promise.resolve(NO_BROKERS);
+      },
+    });
+    expect(sampler.brokers()).toBeNull();
+    await sampler.refresh();
+    for (let request = 0; request < 100; request += 1) {
+      expect(sampler.deadLetters()).toEqual([
+        { table: 'jobs', deadLetter: { kind: 'group', group: 'dead' }, rows: [dead], error: null },
+        { table: 'other', deadLetter: null, rows: [], error: null },
+      ]);
+      expect(sampler.brokers()).toEqual(NO_BROKERS);
+    }
+    expect(reads).toEqual({ peeks: 1, brokers: 1 });
+    await sampler.refresh();
+    expect(reads).toEqual({ peeks: 2, brokers: 2 });
   });
 
   it('shows a failed read on its table and adds no point for that round', async () => {

@@ -1,5 +1,6 @@
-import type { DeadLetterLocation, GroupCounts, QueueInspector, TableInspection } from '../admin/inspection.js';
+import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from '../admin/inspection.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
+import type { BrokerList } from './broker-directory.js';
 
 /** One inspected table as the dashboard needs it. */
 export interface WatchedTable {
@@ -17,6 +18,15 @@ export interface TableSnapshot {
   readonly deadLettered: number;
   /** Milliseconds since the epoch, host clock. */
   readonly readAt: number | null;
+  readonly error: string | null;
+}
+
+/** The first dead letters of one table, as the latest round read them. */
+export interface DeadLetterSample {
+  readonly table: string;
+  readonly deadLetter: DeadLetterLocation | null;
+  /** Empty without a dead-letter location, or when the read failed. */
+  readonly rows: readonly PeekedRow[];
   readonly error: string | null;
 }
 
@@ -39,11 +49,15 @@ export interface QueueSamplerOptions {
   /** How many points the chart keeps; older ones are dropped. */
   readonly historySize: number;
   readonly onError: (error: unknown, table: string) => void;
+  /** How many dead letters a round reads of each table that has a dead-letter location; none when absent. */
+  readonly deadLettersPerTable?: number;
+  /** The brokers that report to the heartbeat table, read once a round. */
+  readonly readBrokers?: () => Promise<BrokerList>;
   /**
-   * Rows per second the reporting brokers finish on these tables (see `BrokerDrainRate`); the
-   * chart shows the larger of it and the rate the inspections tell.
+   * Rows per second the brokers of a fresh list (read at `readAt`) finish on these tables (see
+   * `BrokerDrainRate`); the chart shows the larger of it and the rate the inspections tell.
    */
-  readonly readBrokerDrainRate?: () => Promise<number>;
+  readonly drainRateOf?: (brokers: BrokerList, readAt: number) => number;
 }
 
 /** What a round keeps of a table to compare the next round with. */
@@ -55,13 +69,17 @@ export interface TableTotals {
 }
 
 /**
- * Inspects every table each interval and keeps what the page shows: the latest counts and a
- * throughput history derived from successive inspections. Inspections run whether or not a page
- * is open, so a page opened later still sees the recent past.
+ * Inspects every table each interval and keeps what the page shows: the latest counts, the first
+ * dead letters, the brokers, and a throughput history derived from successive inspections. The
+ * dashboard's requests read only what the latest round kept, so however many pages poll, the
+ * database sees one round per interval. Rounds run whether or not a page is open, so a page
+ * opened later still sees the recent past.
  */
 export class QueueSampler {
   readonly #options: QueueSamplerOptions;
   readonly #snapshots = new Map<string, TableSnapshot>();
+  readonly #deadLetters = new Map<string, DeadLetterSample>();
+  #brokers: BrokerList | null = null;
   readonly #previous = new Map<string, TableTotals>();
   readonly #history: ThroughputPoint[] = [];
   /** Per table, every group seen since start: a queue that drains empty stays listed with zeros. */
@@ -81,6 +99,7 @@ export class QueueSampler {
         readAt: null,
         error: null,
       });
+      this.#deadLetters.set(watched.table, { table: watched.table, deadLetter: watched.deadLetter ?? null, rows: [], error: null });
     }
   }
 
@@ -110,6 +129,15 @@ export class QueueSampler {
     return [...this.#history];
   }
 
+  deadLetters(): DeadLetterSample[] {
+    return [...this.#deadLetters.values()];
+  }
+
+  /** Null until a round read the heartbeat table, or without `readBrokers`. */
+  brokers(): BrokerList | null {
+    return this.#brokers;
+  }
+
   async #run(): Promise<void> {
     const signal = this.#stopping.signal;
     for (;;) {
@@ -129,7 +157,8 @@ export class QueueSampler {
   }
 
   async #sample(): Promise<void> {
-    const brokerRate = (this.#options.readBrokerDrainRate?.() ?? Promise.resolve(0)).catch(() => 0);
+    const brokerRate = this.#readBrokers().catch(() => 0);
+    const deadLetterReads = Promise.all(this.#options.tables.map((watched) => this.#readDeadLetters(watched)));
     const reads = await Promise.all(
       this.#options.tables.map(async (watched) => {
         try {
@@ -163,11 +192,32 @@ export class QueueSampler {
       }
       this.#previous.set(watched.table, totals);
     }
+    for (const sample of await deadLetterReads) this.#deadLetters.set(sample.table, sample);
     const reportedPerSecond = await brokerRate;
     if (!isComplete) return;
     const drained = Math.max(drainedPerSecond, reportedPerSecond);
     this.#history.push({ at, depth, drainedPerSecond: Math.round(drained * 10) / 10 });
     if (this.#history.length > this.#options.historySize) this.#history.splice(0, this.#history.length - this.#options.historySize);
+  }
+
+  /** Reads the broker list, keeps it, and returns the drain rate it tells. */
+  async #readBrokers(): Promise<number> {
+    if (this.#options.readBrokers === undefined) return 0;
+    const readAt = Date.now();
+    const brokers = await this.#options.readBrokers();
+    this.#brokers = brokers;
+    return this.#options.drainRateOf?.(brokers, readAt) ?? 0;
+  }
+
+  async #readDeadLetters(watched: WatchedTable): Promise<DeadLetterSample> {
+    const sample = { table: watched.table, deadLetter: watched.deadLetter ?? null };
+    const limit = this.#options.deadLettersPerTable ?? 0;
+    if (watched.deadLetter === undefined || limit === 0) return { ...sample, rows: [], error: null };
+    try {
+      return { ...sample, rows: await watched.inspector.peek({ deadLetters: true, limit }), error: null };
+    } catch (error) {
+      return { ...sample, rows: [], error: messageOf(error) };
+    }
   }
 }
 

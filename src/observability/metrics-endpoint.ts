@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { DeclarationError } from '../errors.js';
+import { HostAllowList } from '../internal/host-allow-list.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metric-registry.js';
 
 export const METRICS_PATH = '/metrics';
@@ -12,6 +13,14 @@ export interface ServeMetricsOptions {
    * metrics until you say so: `0.0.0.0` (or `::`) lets a scraper on another host in.
    */
   host?: string;
+  /**
+   * Host names the endpoint answers besides `localhost`, `127.0.0.1`, `[::1]` and `host` itself
+   * (on the bound port): `name` on any port, or `name:port`. A request whose `Host` header names
+   * anything else gets 421, so a web page cannot read the metrics by pointing a name of its own
+   * at this address (DNS rebinding). `0.0.0.0` and `::` name no host: list the names or
+   * addresses your scrapers use, `['10.0.0.5', 'app.internal:9464']`.
+   */
+  allowedHosts?: readonly string[];
 }
 
 /** A listening `GET /metrics` endpoint; `broker.stop()` closes it too. */
@@ -39,7 +48,8 @@ export async function serveMetrics(options: ServeMetricsOptions, render: () => s
   if (typeof host !== 'string' || host === '') {
     throw new DeclarationError(`serveMetrics: host must be an address such as "127.0.0.1" or "0.0.0.0", got ${String(host)}`);
   }
-  const server = createServer((request, response) => answer(request, response, render));
+  const hosts = new HostAllowList({ boundHost: host, allowedHosts: options.allowedHosts, optionName: 'serveMetrics: allowedHosts' });
+  const server = createServer((request, response) => answer(request, response, render, hosts));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       reject(
@@ -68,7 +78,14 @@ export async function serveMetrics(options: ServeMetricsOptions, render: () => s
   };
 }
 
-function answer(request: IncomingMessage, response: ServerResponse, render: () => string): void {
+function answer(request: IncomingMessage, response: ServerResponse, render: () => string, hosts: HostAllowList): void {
+  const localPort = request.socket.localPort ?? 0;
+  if (!hosts.allowsHost(request.headers.host, localPort)) {
+    response
+      .writeHead(421, { 'Content-Type': 'text/plain; charset=utf-8' })
+      .end(`the metrics endpoint answers only requests addressed to ${hosts.describe(localPort)}; add the name your scraper uses to serveMetrics's allowedHosts\n`);
+    return;
+  }
   const path = (request.url ?? '').split('?', 1)[0];
   if (path !== METRICS_PATH) {
     response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`not found; metrics are at ${METRICS_PATH}\n`);
