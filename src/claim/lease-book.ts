@@ -6,9 +6,11 @@
  *     └──settlement────────────┴──(waits for the round's statement)──▶ settling ──▶ removed
  *
  * A settlement never races a renewal of the same row: it waits for the renewal's statement to
- * answer and then names the token that is current. When a renewal's outcome is unknown (its
- * connection broke mid-statement) the slot keeps both tokens and the settlement tries the new
- * one after the old.
+ * answer and then names the token that is current, and a round never starts one for a slot
+ * that began settling (or left the book) while the round renewed the rows before it. So a row
+ * a renewal finds without its token was taken by someone else: a lost lease, never our own ack.
+ * When a renewal's outcome is unknown (its connection broke mid-statement) the slot keeps both
+ * tokens and the settlement tries the new one after the old.
  */
 export class LeaseSlot {
   readonly id: string;
@@ -50,7 +52,15 @@ export class LeaseBook {
 
   /** Slots a renewal round should extend: held, not settling, not lost. */
   renewable(): LeaseSlot[] {
-    return [...this.#slots.values()].filter((slot) => !slot.isSettling && !slot.isLost);
+    return [...this.#slots.values()].filter((slot) => this.isRenewable(slot));
+  }
+
+  /**
+   * Whether `slot` may be renewed now: still in the book, not settling, not lost. A round asks
+   * again just before each statement, since its list was read before its first one.
+   */
+  isRenewable(slot: LeaseSlot): boolean {
+    return this.#slots.get(slot.id) === slot && !slot.isSettling && !slot.isLost;
   }
 }
 

@@ -62,6 +62,9 @@ export class LeaseKeeper {
       // "now" is read after the pool lent the connection, so a wait for it never shortens a lease.
       const next = leaseExpiry(new Date(), leaseMs);
       for (const slot of book.renewable()) {
+        // Rows renewed before this one took round trips, in which this row's delivery may have
+        // settled: its row is then gone or released by our own ack, which is no lost lease.
+        if (!book.isRenewable(slot)) continue;
         const held = slot.token;
         const extension = connection
           .execute(bindStatement(extend, { lockedUntil: next, id: slot.idValue, held }))
