@@ -23,6 +23,7 @@ import { rowModeSuite } from './suites/row-mode.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
+import { textCollationSuite } from './suites/text-collation.suite.js';
 import { renewalConnectionSuite, sharedPoolSuite } from './suites/shared-pool.suite.js';
 import { tracingSuite } from './suites/tracing.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
@@ -72,6 +73,7 @@ export function runConformance(stand: Stand): Promise<void> {
       transactionalSuite(context);
       coalescingSuite(context);
       hostileInputSuite(context);
+      textCollationSuite(context);
       metricsSuite(context);
       tracingSuite(context);
       outboxSuite(context);

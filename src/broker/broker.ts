@@ -31,6 +31,7 @@ import { NotifyListener, type ListenerStats, type NotifyListenerOptions } from '
 import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
 import { Observability } from '../observability/observability.js';
 import { openDialect } from './open-dialect.js';
+import { warnOfLooseTextCollations } from './text-collation-check.js';
 import { createDedupeGate, type DedupeGate } from '../outbox/dedupe.js';
 import type { OutboxTable } from '../outbox/define-outbox.js';
 import type { OutboxDestination } from '../outbox/destination.js';
@@ -217,6 +218,16 @@ export class Broker extends EventEmitter<BrokerEvents> {
           onWarning: (message) => this.#reportWarning(message),
         });
       }
+      // After the opens above, which found every table.
+      await warnOfLooseTextCollations({
+        driver,
+        dialect,
+        tables: [
+          ...[...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
+          ...this.#relays.map((relay) => relay.outbox.spec),
+        ],
+        onWarning: (message) => this.#reportWarning(message),
+      });
       await listener?.open();
       this.#listener = listener;
       const heartbeat = this.#options.heartbeat;

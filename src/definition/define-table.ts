@@ -37,7 +37,7 @@ export class QueueTable {
   createTableSql(dialect: DdlDialectName): string[] {
     const rendered = createDialect(dialect);
     rendered.validateTable(this.spec);
-    return rendered.schema.createTable(this.spec, { mariadb: dialect === 'mariadb' });
+    return rendered.schema.createTable(this.spec);
   }
 }
 

@@ -244,11 +244,26 @@ export interface InsertOptions {
 export interface SchemaStatements {
   /** Selects no row but every column, so a driver can read the table's column names. */
   probeColumns(spec: TableSpec): Statement;
+  /** `CREATE TABLE` for the declared roles plus the claim-order index, as separate statements. */
+  createTable(spec: TableSpec): string[];
   /**
-   * `CREATE TABLE` for the declared roles plus the claim-order index, as separate statements.
-   * `options.mariadb` renders MariaDB's spelling where it differs.
+   * How the text columns that name rows compare, where a table made by hand can compare them
+   * loosely: MySQL and MariaDB, whose default collations ignore case, accents and trailing spaces.
    */
-  createTable(spec: TableSpec, options?: { mariadb?: boolean }): string[];
+  readonly textCollation?: TextCollationStatements;
+}
+
+/** The collations of a table's group, partition key and supplied id columns, and their fix. */
+export interface TextCollationStatements {
+  /**
+   * Selects `column`, `collation`, `type` and `nullable` ('YES' or 'NO') of each of those columns
+   * that holds text; undefined when the table has none of them.
+   */
+  read(spec: TableSpec): Statement | undefined;
+  /** What `collation` ignores when it compares ('case', 'accents', 'trailing spaces'); empty when nothing. */
+  ignoredBy(collation: string): readonly string[];
+  /** `ALTER TABLE … MODIFY` that makes one column compare exactly, keeping its type and nullability. */
+  renderFix(spec: TableSpec, column: { name: string; type: string; isNullable: boolean }): string;
 }
 
 export interface Dialect {

@@ -61,7 +61,7 @@ describe('mysql and mariadb heartbeat', () => {
   it('spell the table alike', () => {
     const expected = [
       'CREATE TABLE IF NOT EXISTS `tablequeue_brokers` (',
-      '  `broker_id` varchar(64) NOT NULL PRIMARY KEY,',
+      '  `broker_id` varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,',
       '  `host` varchar(255) NOT NULL,',
       '  `pid` int NOT NULL,',
       '  `started_at` datetime(6) NOT NULL,',

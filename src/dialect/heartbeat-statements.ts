@@ -110,11 +110,21 @@ const POSTGRES: HeartbeatSpelling = {
 /**
  * MySQL 8.0.20 deprecates `VALUES(col)` in the update list and MariaDB lacks the row alias that
  * replaces it, so the update binds the values a second time instead.
+ *
+ * The broker id compares case-sensitively whatever the database's default collation. A broker
+ * runs this at start without knowing which flavour it talks to, so it takes `utf8mb4_bin`,
+ * which both have; its PAD SPACE is harmless here: ids are UUIDs, never ending in a space.
  */
 const MYSQL: HeartbeatSpelling = {
   style: BACKTICK_STYLE,
   clock: MYSQL_CLOCK,
-  types: { brokerId: 'varchar(64)', host: 'varchar(255)', integer: 'int', time: 'datetime(6)', json: 'longtext' },
+  types: {
+    brokerId: 'varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
+    host: 'varchar(255)',
+    integer: 'int',
+    time: 'datetime(6)',
+    json: 'longtext',
+  },
   upsert: (updated) =>
     sql` ON DUPLICATE KEY UPDATE ${joinSql(
       updated.map((column) =>

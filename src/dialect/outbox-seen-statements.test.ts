@@ -57,9 +57,12 @@ describe('dedupe table createTableSql', () => {
     expect(table.createTableSql('postgres')).toEqual([
       'CREATE TABLE "tablequeue_seen" (\n  "consumer" TEXT NOT NULL,\n  "record_id" TEXT NOT NULL,\n  "seen_at" TIMESTAMPTZ NOT NULL DEFAULT now(),\n  PRIMARY KEY ("consumer", "record_id")\n)',
     ]);
-    for (const dialect of ['mysql', 'mariadb'] as const) {
+    for (const [dialect, collation] of [
+      ['mysql', 'utf8mb4_0900_bin'],
+      ['mariadb', 'utf8mb4_nopad_bin'],
+    ] as const) {
       expect(table.createTableSql(dialect)).toEqual([
-        'CREATE TABLE `tablequeue_seen` (\n  `consumer` VARCHAR(255) NOT NULL,\n  `record_id` VARCHAR(255) NOT NULL,\n  `seen_at` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n  PRIMARY KEY (`consumer`, `record_id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+        `CREATE TABLE \`tablequeue_seen\` (\n  \`consumer\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NOT NULL,\n  \`record_id\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NOT NULL,\n  \`seen_at\` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n  PRIMARY KEY (\`consumer\`, \`record_id\`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
       ]);
     }
     expect(table.createTableSql('sqlite')).toEqual([

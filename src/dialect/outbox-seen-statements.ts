@@ -5,9 +5,11 @@
  */
 import type { Statement } from '../statement.js';
 import { validatePostgresIdentifier } from '../table/identifier.js';
+import { exactTextCharset } from './mysql/mysql-collation.js';
 import { BACKTICK_STYLE, DOUBLE_QUOTE_STYLE, fixedSql, identifier, param, qualifiedName, renderDdl, renderStatement, sql, type SqlStyle } from './quoting.js';
 
-export type SeenDatabase = 'postgres' | 'mysql' | 'sqlite';
+/** `mariadb` changes only the DDL, whose exact collation has another name there than on MySQL. */
+export type SeenDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
 
 export interface SeenTableName {
   readonly schema: string | undefined;
@@ -27,17 +29,28 @@ export interface SeenStatements {
 
 /**
  * Text columns sized for an index on every database: MySQL's utf8mb4 primary key of two
- * VARCHAR(255) takes 2,040 bytes, under InnoDB's 3,072.
+ * VARCHAR(255) takes 2,040 bytes, under InnoDB's 3,072. On MySQL and MariaDB they compare
+ * exactly (mysql-collation.ts): under the default collation a record id "A1" would count as
+ * seen once "a1" was.
  */
 const COLUMN_TYPES: Record<SeenDatabase, { readonly text: string; readonly seenAt: string; readonly suffix: string }> = {
   postgres: { text: 'TEXT NOT NULL', seenAt: 'TIMESTAMPTZ NOT NULL DEFAULT now()', suffix: '' },
-  mysql: {
-    text: 'VARCHAR(255) NOT NULL',
-    seenAt: 'DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6))',
-    suffix: ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
-  },
+  mysql: mysqlColumnTypes({ mariadb: false }),
+  mariadb: mysqlColumnTypes({ mariadb: true }),
   sqlite: { text: 'TEXT NOT NULL', seenAt: "TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now'))", suffix: '' },
 };
+
+function mysqlColumnTypes(options: { mariadb: boolean }) {
+  return {
+    text: `VARCHAR(255) ${exactTextCharset(options)} NOT NULL`,
+    seenAt: 'DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6))',
+    suffix: ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+  };
+}
+
+function isMysqlFamily(database: SeenDatabase): boolean {
+  return database === 'mysql' || database === 'mariadb';
+}
 
 function styleOf(database: SeenDatabase): SqlStyle {
   return database === 'postgres' ? DOUBLE_QUOTE_STYLE : BACKTICK_STYLE;
@@ -67,7 +80,7 @@ export function createSeenStatements(database: SeenDatabase, table: SeenTableNam
   // INSERT IGNORE also turns other errors into warnings, but this insert binds two short texts
   // into text columns and nothing else, so a duplicate key is the only error it can meet.
   const insert =
-    database === 'mysql'
+    isMysqlFamily(database)
       ? sql`INSERT IGNORE INTO ${target} ${values}`
       : sql`INSERT INTO ${target} ${values} ON CONFLICT DO NOTHING`;
   return Object.freeze({

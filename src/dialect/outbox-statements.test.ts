@@ -248,9 +248,12 @@ describe('outbox createTableSql', () => {
       'CREATE TABLE "outbox" (\n  "id" BIGSERIAL PRIMARY KEY,\n  "name" TEXT NOT NULL,\n  "processed_at" TIMESTAMPTZ NULL,\n  "locked_until" TIMESTAMPTZ NULL,\n  "headers" JSONB NULL,\n  "payload" BYTEA NOT NULL\n)',
       'CREATE INDEX "outbox_claim_order" ON "outbox" ("name", "id") WHERE "processed_at" IS NULL',
     ]);
-    for (const dialect of ['mysql', 'mariadb'] as const) {
+    for (const [dialect, collation] of [
+      ['mysql', 'utf8mb4_0900_bin'],
+      ['mariadb', 'utf8mb4_nopad_bin'],
+    ] as const) {
       expect(marked.createTableSql(dialect)).toEqual([
-        'CREATE TABLE `outbox` (\n  `id` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n  `name` VARCHAR(255) NOT NULL,\n  `processed_at` DATETIME(6) NULL,\n  `locked_until` DATETIME NULL,\n  `headers` JSON NULL,\n  `payload` LONGBLOB NOT NULL\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+        `CREATE TABLE \`outbox\` (\n  \`id\` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n  \`name\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NOT NULL,\n  \`processed_at\` DATETIME(6) NULL,\n  \`locked_until\` DATETIME NULL,\n  \`headers\` JSON NULL,\n  \`payload\` LONGBLOB NOT NULL\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
         'CREATE INDEX `outbox_claim_order` ON `outbox` (`name`, `processed_at`, `id`)',
       ]);
     }

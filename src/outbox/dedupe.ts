@@ -1,4 +1,3 @@
-import { createDialect } from '../dialect/create-dialect.js';
 import type { DdlDialectName } from '../definition/define-table.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Dialect } from '../dialect/dialect.js';
@@ -51,7 +50,7 @@ export class DedupeTable implements DedupeDeclaration {
 
   /** `CREATE TABLE` of the seen table, one statement per entry. */
   createTableSql(dialect: DdlDialectName): string[] {
-    return renderSeenCreateTable(createDialect(dialect).name, { schema: this.schema, name: this.table });
+    return renderSeenCreateTable(dialect, { schema: this.schema, name: this.table });
   }
 }
 

@@ -384,18 +384,18 @@ describe('mysql schema.probeColumns', () => {
 });
 
 describe('mysql schema.createTable', () => {
-  it('renders every role for InnoDB, the same for both flavours', () => {
-    const expected = [
-      'CREATE TABLE `email_jobs` (`job_id` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, `queue` VARCHAR(255) NOT NULL, `priority` SMALLINT NOT NULL DEFAULT 0, `customer` VARCHAR(255) NULL, `retry_after` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), `attempt` SMALLINT NOT NULL DEFAULT 1, `processed_at` DATETIME(6) NULL, `locked_until` DATETIME NULL, `meta` JSON NULL, `payload` LONGBLOB NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+  it('renders every role for InnoDB, the text columns that name rows in the flavour\'s NO PAD binary collation', () => {
+    const expected = (collation: string) => [
+      `CREATE TABLE \`email_jobs\` (\`job_id\` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, \`queue\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NOT NULL, \`priority\` SMALLINT NOT NULL DEFAULT 0, \`customer\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NULL, \`retry_after\` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), \`attempt\` SMALLINT NOT NULL DEFAULT 1, \`processed_at\` DATETIME(6) NULL, \`locked_until\` DATETIME NULL, \`meta\` JSON NULL, \`payload\` LONGBLOB NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
       'CREATE INDEX `email_jobs_claim_order` ON `email_jobs` (`queue`, `processed_at`, `priority`, `retry_after`, `job_id`)',
     ];
-    expect(mysql.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual(expected);
-    expect(mariadb.schema.createTable(everyRoleLeaseTable.spec, { mariadb: true }).map(collapseWhitespace)).toEqual(expected);
+    expect(mysql.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual(expected('utf8mb4_0900_bin'));
+    expect(mariadb.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual(expected('utf8mb4_nopad_bin'));
   });
 
   it('renders supplied ids in a schema, and no index the primary key already is', () => {
     expect(mysql.schema.createTable(schemaQualifiedTable.spec).map(collapseWhitespace)).toEqual([
-      'CREATE TABLE `app`.`jobs` (`id` VARCHAR(255) NOT NULL PRIMARY KEY, `queue` VARCHAR(255) NOT NULL, `locked_until` DATETIME NULL, `payload` LONGBLOB NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
+      'CREATE TABLE `app`.`jobs` (`id` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_bin NOT NULL PRIMARY KEY, `queue` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_bin NOT NULL, `locked_until` DATETIME NULL, `payload` LONGBLOB NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4',
       'CREATE INDEX `jobs_claim_order` ON `app`.`jobs` (`queue`, `id`)',
     ]);
     expect(mysql.schema.createTable(minimalTable.spec)).toHaveLength(1);
@@ -409,6 +409,51 @@ describe('mysql schema.createTable', () => {
     expect(name).toHaveLength(64);
     const other = mysql.schema.createTable(createTableSpec({ table: `${'q'.repeat(59)}r`, id: 'id', priority: 'priority' }))[1];
     expect(other).not.toContain(name);
+  });
+});
+
+describe('mysql schema.textCollation', () => {
+  const collation = mysql.schema.textCollation!;
+
+  it('reads the collation, type and nullability of the group, partition key and a supplied id', () => {
+    expect(statementText(collation.read(everyRoleLeaseTable.spec)!)).toEqual({
+      name: 'schema.textCollation',
+      sql: "SELECT COLUMN_NAME AS `column`, COLLATION_NAME AS `collation`, COLUMN_TYPE AS `type`, IS_NULLABLE AS `nullable` FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'email_jobs' AND COLUMN_NAME IN ('queue', 'customer') AND COLLATION_NAME IS NOT NULL ORDER BY ORDINAL_POSITION",
+      params: [],
+    });
+    expect(statementText(mariadb.schema.textCollation!.read(schemaQualifiedTable.spec)!)).toEqual({
+      name: 'schema.textCollation',
+      sql: "SELECT COLUMN_NAME AS `column`, COLLATION_NAME AS `collation`, COLUMN_TYPE AS `type`, IS_NULLABLE AS `nullable` FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'jobs' AND COLUMN_NAME IN ('id', 'queue') AND COLLATION_NAME IS NOT NULL ORDER BY ORDINAL_POSITION",
+      params: [],
+    });
+  });
+
+  it('reads nothing of a table whose rows are named by a generated id alone', () => {
+    expect(collation.read(minimalLeaseTable.spec)).toBeUndefined();
+  });
+
+  it('tells what a collation ignores from its name: case, accents, trailing spaces (PAD SPACE)', () => {
+    expect(collation.ignoredBy('utf8mb4_general_ci')).toEqual(['case', 'accents', 'trailing spaces']);
+    expect(collation.ignoredBy('latin1_swedish_ci')).toEqual(['case', 'accents', 'trailing spaces']);
+    expect(collation.ignoredBy('utf8mb4_0900_ai_ci')).toEqual(['case', 'accents']);
+    expect(collation.ignoredBy('utf8mb4_0900_as_ci')).toEqual(['case']);
+    expect(collation.ignoredBy('utf8mb4_general_nopad_ci')).toEqual(['case', 'accents']);
+    expect(collation.ignoredBy('utf8mb4_uca1400_as_ci')).toEqual(['case', 'trailing spaces']);
+    expect(collation.ignoredBy('utf8mb4_bin')).toEqual(['trailing spaces']);
+    expect(collation.ignoredBy('UTF8MB4_BIN')).toEqual(['trailing spaces']);
+    expect(collation.ignoredBy('utf8mb4_0900_as_cs')).toEqual(['differences between characters it weighs alike']);
+    expect(collation.ignoredBy('utf8mb4_nopad_bin')).toEqual([]);
+    expect(collation.ignoredBy('utf8mb4_0900_bin')).toEqual([]);
+    expect(collation.ignoredBy('binary')).toEqual([]);
+  });
+
+  it("renders the fix in the flavour's exact collation, keeping the column's type and nullability", () => {
+    expect(collation.renderFix(schemaQualifiedTable.spec, { name: 'queue', type: 'varchar(255)', isNullable: false })).toBe(
+      'ALTER TABLE `app`.`jobs` MODIFY `queue` varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_bin NOT NULL',
+    );
+    expect(
+      mariadb.schema.textCollation!.renderFix(everyRoleLeaseTable.spec, { name: 'customer', type: 'text', isNullable: true }),
+    ).toBe('ALTER TABLE `email_jobs` MODIFY `customer` text CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL');
   });
 });
 

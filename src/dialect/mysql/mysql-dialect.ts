@@ -36,6 +36,7 @@ import {
 import { BACKTICK_STYLE, identifier, joinSql, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
 import { createMysqlAdvisoryStatements } from './mysql-advisory.js';
+import { createMysqlTextCollation } from './mysql-collation.js';
 import { renderMysqlCreateTable } from './mysql-ddl.js';
 
 const style: SqlStyle = { ...BACKTICK_STYLE, clock: MYSQL_CLOCK };
@@ -103,7 +104,8 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
-      createTable: (spec: TableSpec) => renderMysqlCreateTable(spec),
+      createTable: (spec: TableSpec) => renderMysqlCreateTable(spec, options),
+      textCollation: createMysqlTextCollation(options),
     }),
     validateTable: (spec: TableSpec) => {
       refuseFifoRowLockAtSerializable(spec, database);
