@@ -81,6 +81,40 @@ describe('the published package', { timeout: 120_000 }, () => {
     expect(required.stdout.trim()).toBe('function function CREATE TABLE');
   });
 
+  it('typechecks in a strict ESM TypeScript project that has none of the optional peers installed', async () => {
+    const project = join(folder, 'typescript-project');
+    await mkdir(project);
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'typescript-project', private: true, type: 'module' }));
+    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    const compilerOptions = {
+      target: 'ES2022',
+      module: 'nodenext',
+      strict: true,
+      exactOptionalPropertyTypes: true,
+      noUncheckedIndexedAccess: true,
+      skipLibCheck: false,
+      noEmit: true,
+      // Only @types/node from the checkout: the project itself has no pg, mysql2, better-sqlite3,
+      // nats, amqplib or @opentelemetry/api for tablequeue's declarations to lean on.
+      typeRoots: [join(ROOT, 'node_modules', '@types')],
+      types: ['node'],
+    };
+    await writeFile(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['main.ts'] }));
+    const program = [
+      "import { Broker, defineTable, Outcome, type PublishItem } from 'tablequeue';",
+      "const jobs = defineTable({ table: 'jobs', id: 'id', group: 'queue', retryAfter: 'retry_after', lockedUntil: 'locked_until', payload: 'payload' });",
+      "const welcome = jobs.queue<{ to: string }>('welcome');",
+      "const broker = new Broker({ database: 'sqlite::memory:' });",
+      'broker.subscribe(welcome, async (message) => (message.payload.to.length > 0 ? Outcome.ack() : Outcome.drop()));',
+      "const items: PublishItem<{ to: string }>[] = [{ payload: { to: 'a@example.com' }, delayMs: 1_000 }];",
+      'export const written: Promise<number> = broker.publishMany(welcome, items);',
+    ].join('\n');
+    await writeFile(join(project, 'main.ts'), program);
+    const compiled = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], project);
+    expect(compiled.stdout + compiled.stderr).toBe('');
+    expect(compiled.code).toBe(0);
+  });
+
   it('installs the tablequeue command without the checkout-only bench command', async () => {
     const project = join(folder, 'command-project');
     await mkdir(project);

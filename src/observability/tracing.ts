@@ -1,5 +1,14 @@
-import type * as OpenTelemetry from '@opentelemetry/api';
 import type { Message } from '../delivery/message.js';
+import type {
+  OpenTelemetryApiLike,
+  OpenTelemetryAttributes,
+  OpenTelemetryContextLike,
+  OpenTelemetryLinkLike,
+  OpenTelemetrySpanContextLike,
+  OpenTelemetrySpanLike,
+  OpenTelemetryTracerLike,
+  OpenTelemetryTracerProviderLike,
+} from './opentelemetry-like.js';
 import {
   formatTraceParent,
   parseTraceParent,
@@ -7,10 +16,11 @@ import {
   TRACESTATE_HEADER,
 } from './trace-context.js';
 
-type Api = typeof OpenTelemetry;
-type Attributes = OpenTelemetry.Attributes;
-type Context = OpenTelemetry.Context;
-type Span = OpenTelemetry.Span;
+type Api = OpenTelemetryApiLike;
+type Attributes = OpenTelemetryAttributes;
+type Context = OpenTelemetryContextLike;
+type Span = OpenTelemetrySpanLike;
+type Tracer = OpenTelemetryTracerLike;
 
 export const TRACER_NAME = 'tablequeue';
 
@@ -45,8 +55,8 @@ export async function loadTracing(): Promise<Tracing | undefined> {
     return undefined;
   }
   // The global provider is a proxy until an SDK registers; its delegate tracer says whether one did.
-  const provider = api.trace.getTracerProvider() as OpenTelemetry.TracerProvider & {
-    getDelegateTracer?: (name: string) => OpenTelemetry.Tracer | undefined;
+  const provider = api.trace.getTracerProvider() as OpenTelemetryTracerProviderLike & {
+    getDelegateTracer?: (name: string) => Tracer | undefined;
   };
   const tracer = provider.getDelegateTracer === undefined ? provider.getTracer(TRACER_NAME) : provider.getDelegateTracer(TRACER_NAME);
   return tracer === undefined ? undefined : new Tracing(api, tracer);
@@ -55,9 +65,9 @@ export async function loadTracing(): Promise<Tracing | undefined> {
 /** The broker's spans: a producer span per publish, and the spans of each subscription. */
 export class Tracing {
   readonly #api: Api;
-  readonly #tracer: OpenTelemetry.Tracer;
+  readonly #tracer: Tracer;
 
-  constructor(api: Api, tracer: OpenTelemetry.Tracer) {
+  constructor(api: Api, tracer: Tracer) {
     this.#api = api;
     this.#tracer = tracer;
   }
@@ -109,11 +119,11 @@ export interface ProcessSpan {
 /** The claim, process and settle spans of one subscription; destination attributes built once. */
 export class SubscriptionTracing {
   readonly #api: Api;
-  readonly #tracer: OpenTelemetry.Tracer;
+  readonly #tracer: Tracer;
   readonly #destination: string;
   readonly #names: { readonly claim: string; readonly process: string; readonly settle: string };
 
-  constructor(api: Api, tracer: OpenTelemetry.Tracer, destination: string) {
+  constructor(api: Api, tracer: Tracer, destination: string) {
     this.#api = api;
     this.#tracer = tracer;
     this.#destination = destination;
@@ -148,7 +158,7 @@ export class SubscriptionTracing {
     const api = this.#api;
     const attributes = operation(this.#destination, 'process', 'process');
     let parent = api.ROOT_CONTEXT;
-    let links: OpenTelemetry.Link[] | undefined;
+    let links: OpenTelemetryLinkLike[] | undefined;
     if (messages.length === 1) {
       const message = messages[0]!;
       attributes[MESSAGING.messageId] = message.id;
@@ -216,7 +226,7 @@ function traceHeaders(api: Api, span: Span): Record<string, string> {
   return headers;
 }
 
-function producerContext(api: Api, headers: Readonly<Record<string, string>>): OpenTelemetry.SpanContext | undefined {
+function producerContext(api: Api, headers: Readonly<Record<string, string>>): OpenTelemetrySpanContextLike | undefined {
   const parent = parseTraceParent(headers[TRACEPARENT_HEADER]);
   if (parent === undefined) return undefined;
   const state = headers[TRACESTATE_HEADER];
