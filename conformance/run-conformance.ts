@@ -23,6 +23,7 @@ import { rowModeSuite } from './suites/row-mode.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
+import { stopCancelSuite } from './suites/stop-cancel.suite.js';
 import { textCollationSuite } from './suites/text-collation.suite.js';
 import { renewalConnectionSuite, sharedPoolSuite } from './suites/shared-pool.suite.js';
 import { tracingSuite } from './suites/tracing.suite.js';
@@ -67,6 +68,7 @@ export function runConformance(stand: Stand): Promise<void> {
       cliOperationsSuite(context);
       sharedPoolSuite(context);
       renewalConnectionSuite(context);
+      stopCancelSuite(context);
       dashboardSuite(context);
       rowModeSuite(context);
       advisorySuite(context);

@@ -40,6 +40,12 @@ import { Relay, type RelayStats } from '../outbox/relay.js';
 import { resolveRelayOptions, type RelayOptions } from '../outbox/relay-options.js';
 
 export interface BrokerStats {
+/**
+ * How long `stop()` waits for the pool to close after every connection it lent was destroyed;
+ * a closing pool only ends idle sessions, which takes milliseconds.
+ */
+const POOL_CLOSE_TIMEOUT_MS = 5_000;
+
   readonly pool: PoolStats;
   readonly subscriptions: SubscriptionStats[];
   /** The LISTEN session (Postgres with `listen` on and at least one subscription); undefined without one. */
@@ -203,6 +209,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           createContext: () => this.#handlerContext(driver),
           openThreads: (request) => this.#openThreads(request),
           observability: this.#observability,
+          cancelStatements: () => driver.cancelRunning(),
         });
       }
       for (const gate of this.#dedupeGates) await gate.open(driver, dialect);
@@ -355,7 +362,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
       ...this.#relays.map((relay) => relay.stop(timeoutMs)),
     ]);
     await this.#heartbeat?.stop();
-    await this.#driver?.close().catch((error: unknown) => this.#reportError(error, { phase: 'close' }));
+    await this.#closeDriver();
     await this.#observability.close();
     this.#state = 'stopped';
   }
@@ -368,6 +375,32 @@ export class Broker extends EventEmitter<BrokerEvents> {
   #listenSupport(driver: Driver, dialect: Dialect): ListenSupport | undefined {
     const { listen, database } = this.#options;
     const isOn = listen ?? (typeof database === 'string' && dialect.capabilities.supportsListenNotify);
+  /**
+   * Cancels what still runs on the broker's connections (a relay's statement, a publish, a handler
+   * that outlived the stop timeout), then closes the pool within POOL_CLOSE_TIMEOUT_MS: a pool
+   * that does not close in time is reported and left behind rather than holding `stop()` forever.
+   */
+  async #closeDriver(): Promise<void> {
+    const driver = this.#driver;
+    if (driver === undefined) return;
+    await driver.cancelRunning().catch((error: unknown) => this.#reportError(error, { phase: 'stop' }));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timed out'>((resolve) => {
+      timer = setTimeout(() => resolve('timed out'), POOL_CLOSE_TIMEOUT_MS);
+    });
+    try {
+      const closed = await Promise.race([driver.close().then(() => 'closed' as const), timedOut]);
+      if (closed === 'timed out') {
+        const message = `the pool of ${driver.description} did not close within ${POOL_CLOSE_TIMEOUT_MS} ms; stop() went on without it`;
+        this.#reportError(new ClosedError(message), { phase: 'close' });
+      }
+    } catch (error) {
+      this.#reportError(error, { phase: 'close' });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
     if (!isOn) return undefined;
     const openSession = driver.openNotificationClient?.bind(driver);
     if (dialect.notify === undefined || openSession === undefined) {

@@ -62,6 +62,11 @@ export class ConnectionLoan {
     return this.#isEnded;
   }
 
+  /** Whether a statement runs on the connection now. */
+  get isRunning(): boolean {
+    return this.#runningCount > 0;
+  }
+
   /** Called when the client library reports the session failed between statements. */
   markBroken(): void {
     this.#isBroken = true;

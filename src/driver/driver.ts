@@ -105,7 +105,17 @@ export interface Driver {
    */
   adopt(connection: unknown): Connection;
   stats(): PoolStats;
-  /** Closes the pool when the driver opened it; otherwise only stops using it. */
+  /**
+   * Cancels on the server every statement still running on a connection this driver lent (the
+   * handlers' own queries, deliveries' transactions), through a session of its own, so that
+   * `stop()` does not wait for them and the server does not go on running them. The statements'
+   * callers get a `StatementError`. Nothing to cancel on SQLite, whose statements never wait.
+   */
+  cancelRunning(): Promise<void>;
+  /**
+   * Destroys every connection this driver still lends (their sessions end), then closes the pool
+   * when the driver opened it; a pool the service passed in stays open.
+   */
   close(): Promise<void>;
   /**
    * Postgres only: opens a notification session with the pool's own connection settings (the

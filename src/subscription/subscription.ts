@@ -65,6 +65,8 @@ export interface SubscriptionRuntime {
   readonly openThreads: (request: ThreadRequest) => Promise<ThreadInvoker>;
   /** Metrics and spans: the subscription's series are resolved once, when it opens. */
   readonly observability: Observability;
+  /** Cancels every statement still running on the broker's connections (see `Driver.cancelRunning`). */
+  readonly cancelStatements: () => Promise<void>;
 }
 
 export interface ThreadRequest {
@@ -91,6 +93,7 @@ export class Subscription {
   #runner: DeliveryRunner | undefined;
   #dispatcher: Dispatcher | undefined;
   #threads: ThreadInvoker | undefined;
+  #runtime: SubscriptionRuntime | undefined;
   #leaseRenewals = 0;
   #leasesLost = 0;
 
@@ -120,6 +123,7 @@ export class Subscription {
    */
   async open(runtime: SubscriptionRuntime): Promise<void> {
     const { driver, dialect } = runtime;
+    this.#runtime = runtime;
     const spec = this.queue.table.spec;
     dialect.validateTable(spec);
     if (this.#options.isKeyed && spec.partitionKey === undefined) {
@@ -246,13 +250,27 @@ export class Subscription {
       const drained = dispatcher.drain();
       if (!(await settlesWithin(drained, timeoutMs))) {
         this.#abort.abort();
-        if (!(await settlesWithin(drained, STOP_ABANDON_GRACE_MS))) await this.#runner?.abandonAll();
+        if (!(await settlesWithin(drained, STOP_ABANDON_GRACE_MS))) {
+          // A handler waiting on the database (a query of its own, or its delivery's transaction)
+          // would keep its connection, and a row lock's hand back would queue behind the statement:
+          // cancel first, then hand the rows back.
+          await this.#cancelStatements();
+          await this.#runner?.abandonAll();
+        }
       }
     }
     await this.#runner?.settled();
     loop?.leaveBudget();
     this.#form?.close();
     await this.#threads?.close();
+  }
+
+  async #cancelStatements(): Promise<void> {
+    try {
+      await this.#runtime?.cancelStatements();
+    } catch (error) {
+      this.#runtime?.onError(error, { subscription: this.name, phase: 'stop' });
+    }
   }
 
   stats(): SubscriptionStats {

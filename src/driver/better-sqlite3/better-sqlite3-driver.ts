@@ -81,6 +81,9 @@ export class BetterSqlite3Driver implements Driver {
     return () => undefined;
   }
 
+  /** A SQLite statement runs to its end inside its call: nothing is left running to cancel. */
+  async cancelRunning(): Promise<void> {}
+
   async execute(statement: BoundStatement): Promise<QueryResult> {
     const caller = new Error();
     const connection = await this.#lend().catch((error: unknown) => {

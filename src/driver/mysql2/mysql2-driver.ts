@@ -28,6 +28,11 @@ const DEFAULT_PORT = 3306;
 const MYSQL2_DEFAULT_LIMIT = 10;
 /** The client flag that makes UPDATE report the rows it matched, not only those it changed. */
 const CLIENT_FOUND_ROWS = 0x2;
+/** ER_NO_SUCH_THREAD: `KILL QUERY` named a session that is gone. */
+const UNKNOWN_THREAD_ERRNO = 1094;
+/** How long the cancelling session may take to connect before the cancel is given up. */
+const CANCEL_CONNECT_TIMEOUT_MS = 5_000;
+
 /** Given to fatal failures (the session is gone) that carry no class 08 SQLSTATE of their own. */
 const COMMUNICATION_LINK_FAILURE = '08S01';
 
@@ -52,6 +57,8 @@ export class Mysql2Driver implements Driver {
   readonly #address: { readonly host: string; readonly port: number };
   readonly #ledger = new PoolLedger();
   readonly #gate: PoolGate;
+  /** Connections lent and not yet ended, for `cancelRunning` and `close`. */
+  readonly #lent = new Set<Mysql2Connection>();
   #pool: Mysql2PoolLike | undefined;
   #isClosed = false;
 
@@ -122,9 +129,44 @@ export class Mysql2Driver implements Driver {
     return this.#ledger.stats(this.#counts(), this.#gate);
   }
 
+  /**
+   * `KILL QUERY` is the driver's protocol here, sent as text (the server does not prepare it) with
+   * the session id checked to be a whole number.
+   */
+  async cancelRunning(): Promise<void> {
+    const sessions = [...this.#lent].flatMap((connection) => {
+      const threadId = connection.runningThreadId;
+      return threadId === undefined ? [] : [threadId];
+    });
+    if (sessions.length === 0) return;
+    const mysql2 = await loadClientLibrary<Mysql2ModuleLike>('mysql2', () => import('mysql2'));
+    const options = this.#options;
+    const settings =
+      'url' in options
+        ? { host: options.url.host, port: options.url.port, user: options.url.user, password: options.url.password }
+        : (options.pool.config?.connectionConfig ?? {});
+    const connection = mysql2.createConnection({ ...settings, connectTimeout: CANCEL_CONNECT_TIMEOUT_MS });
+    connection.on('error', () => undefined);
+    const run = (sql: string) =>
+      new Promise<void>((resolve, reject) => connection.query(sql, (error) => (error ? reject(error) : resolve())));
+    try {
+      for (const threadId of sessions) {
+        // A statement that ended meanwhile leaves nothing to kill: "Unknown thread id" is fine.
+        await run(`KILL QUERY ${threadId}`).catch((error: unknown) => {
+          if ((error as { errno?: unknown }).errno !== UNKNOWN_THREAD_ERRNO) throw error;
+        });
+      }
+    } catch (error) {
+      throw this.#connectionError(error);
+    } finally {
+      connection.destroy();
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
+    for (const connection of [...this.#lent]) connection.destroy();
     const pool = this.#pool;
     this.#pool = undefined;
     if (this.ownsPool && pool !== undefined) await endPool(pool);
@@ -170,7 +212,12 @@ export class Mysql2Driver implements Driver {
       gate.leave();
       throw this.#connectionError(error);
     });
-    return new Mysql2Connection(connection, this.#ledger, () => gate.leave());
+    const lent: Mysql2Connection = new Mysql2Connection(connection, this.#ledger, () => {
+      this.#lent.delete(lent);
+      gate.leave();
+    });
+    this.#lent.add(lent);
+    return lent;
   }
 
   /**
@@ -224,6 +271,12 @@ class Mysql2Connection implements Connection {
           }
         : LEAVE_TO_OWNER,
     });
+  }
+
+  /** The server's id of the session while a statement runs on it; undefined otherwise. */
+  get runningThreadId(): number | undefined {
+    const threadId = this.#connection.threadId;
+    return this.#loan.isRunning && Number.isSafeInteger(threadId) ? (threadId as number) : undefined;
   }
 
   execute(statement: BoundStatement): Promise<QueryResult> {

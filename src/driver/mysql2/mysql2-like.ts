@@ -43,6 +43,16 @@ export interface Mysql2ConnectionLike {
   on(event: 'error', listener: Mysql2ErrorListener): unknown;
   removeListener(event: 'error', listener: Mysql2ErrorListener): unknown;
   readonly config?: Mysql2ConnectionConfigLike;
+  /** The server's id of the session: what `KILL QUERY` takes. */
+  readonly threadId?: number | null;
+}
+
+/** A mysql2 connection of our own, opened and ended here, never from a pool. */
+export interface Mysql2StandaloneConnectionLike {
+  query(sql: string, callback: (error: Error | null) => void): unknown;
+  end(callback?: (error?: Error | null) => void): unknown;
+  destroy(): void;
+  on(event: 'error', listener: Mysql2ErrorListener): unknown;
 }
 
 export interface Mysql2ConnectionConfigLike {
@@ -85,6 +95,8 @@ export interface Mysql2PoolConfigLike {
 
 export interface Mysql2ModuleLike {
   createPool(config: Mysql2PoolConfigLike): Mysql2PoolLike;
+  /** Takes the connection settings of a pool's `config.connectionConfig`, or host, port, user… */
+  createConnection(config: object): Mysql2StandaloneConnectionLike;
 }
 
 /** A mysql2 pool: the callback pool (`mysql2`) or the promise pool (`mysql2/promise`). */

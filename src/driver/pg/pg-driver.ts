@@ -42,6 +42,13 @@ const MAX_NAMED_STATEMENTS = 500;
 const CONNECTION_FAILURE = '08006';
 /** The only statement kinds `PREPARE` accepts; others (transaction control) cannot be checked unrun. */
 const PREPARABLE = /^\s*(select|insert|update|delete|merge|values|with|table)\b/i;
+/**
+ * The driver's protocol for `cancelRunning`: run on a session of its own, since the pool's may all
+ * be taken by the statements to cancel.
+ */
+const CANCEL_BACKEND_SQL = 'SELECT pg_cancel_backend($1)';
+/** How long the cancelling session may take to connect before the cancel is given up. */
+const CANCEL_CONNECT_TIMEOUT_MS = 5_000;
 /** How the notification session shows in pg_stat_activity when the settings name no application. */
 const LISTENER_APPLICATION_NAME = 'tablequeue-listener';
 /**
@@ -66,6 +73,8 @@ export class PgDriver implements Driver {
   readonly #address: { readonly host: string; readonly port: number };
   readonly #ledger = new PoolLedger();
   readonly #gate: PoolGate;
+  /** Connections lent and not yet ended, for `cancelRunning` and `close`. */
+  readonly #lent = new Set<PgConnection>();
   readonly #statementNames = new StatementNames();
   #pool: PgPoolLike | undefined;
   #isClosed = false;
@@ -136,9 +145,32 @@ export class PgDriver implements Driver {
     return this.#pool?.options?.max ?? ('poolSize' in this.#options ? this.#options.poolSize : PG_DEFAULT_MAX);
   }
 
+  async cancelRunning(): Promise<void> {
+    const sessions = [...this.#lent].flatMap((connection) => {
+      const processId = connection.runningProcessId;
+      return processId === undefined ? [] : [processId];
+    });
+    if (sessions.length === 0) return;
+    const { Client, settings } = await this.#notificationSettings();
+    const client = new Client({
+      ...settings,
+      connectionTimeoutMillis: settings.connectionTimeoutMillis ?? CANCEL_CONNECT_TIMEOUT_MS,
+    });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      for (const processId of sessions) await client.query({ text: CANCEL_BACKEND_SQL, values: [processId] });
+    } catch (error) {
+      throw this.#connectionError(error);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
+    for (const connection of [...this.#lent]) connection.destroy();
     const pool = this.#pool;
     this.#pool = undefined;
     if (this.ownsPool && pool !== undefined) await pool.end();
@@ -201,7 +233,16 @@ export class PgDriver implements Driver {
       throw this.#connectionError(error);
     }
     const gate = this.#gate;
-    return new PgConnection(client, { ledger: this.#ledger, statementNames: this.#statementNames, onEnded: () => gate.leave() });
+    const connection: PgConnection = new PgConnection(client, {
+      ledger: this.#ledger,
+      statementNames: this.#statementNames,
+      onEnded: () => {
+        this.#lent.delete(connection);
+        gate.leave();
+      },
+    });
+    this.#lent.add(connection);
+    return connection;
   }
 
   #connectionError(error: unknown): ConnectionError {
@@ -242,6 +283,11 @@ class PgConnection implements Connection {
           }
         : LEAVE_TO_OWNER,
     });
+  }
+
+  /** The server process of the session while a statement runs on it; undefined otherwise. */
+  get runningProcessId(): number | undefined {
+    return this.#loan.isRunning ? (this.#client.processID ?? undefined) : undefined;
   }
 
   execute(statement: BoundStatement): Promise<QueryResult> {

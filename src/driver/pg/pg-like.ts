@@ -21,6 +21,8 @@ export type PgErrorListener = (error: Error) => void;
 
 export interface PgClientLike {
   query(config: PgQueryConfigLike): Promise<PgQueryResultLike>;
+  /** The server process of the session, once connected: what pg_cancel_backend takes. */
+  readonly processID?: number | null;
   /** `true` (or an error) ends the session instead of returning it to the pool. */
   release(destroy?: boolean | Error): void;
   on(event: 'error', listener: PgErrorListener): unknown;
