@@ -1,7 +1,6 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
 import { DEFAULT_ACQUIRE_TIMEOUT_MS } from '../driver/pool-gate.js';
-import { MAX_LEASE_MS, positiveMilliseconds } from '../option-checks.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -117,8 +116,8 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     pollIntervalMs: positive(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs'),
     leaseMs: positive(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs'),
     connectionLimit,
-    stopTimeoutMs: positiveMilliseconds(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs', WHERE),
-    acquireTimeoutMs: positiveMilliseconds(options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS, 'acquireTimeoutMs', WHERE),
+    stopTimeoutMs: positive(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs'),
+    acquireTimeoutMs: positive(options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS, 'acquireTimeoutMs'),
     logger: options.logger ?? consoleLogger,
     maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
     listen: options.listen,
