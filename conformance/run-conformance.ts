@@ -11,6 +11,7 @@ import { eventLoopSuite } from './suites/event-loop.suite.js';
 import { advisorySuite } from './suites/advisory.suite.js';
 import { fifoSuite } from './suites/fifo.suite.js';
 import { hostileInputSuite } from './suites/hostile-input.suite.js';
+import { inputLimitsSuite } from './suites/input-limits.suite.js';
 import { leaseSuite } from './suites/lease.suite.js';
 import { listenSuite } from './suites/listen.suite.js';
 import { metricsSuite } from './suites/metrics.suite.js';
@@ -75,6 +76,7 @@ export function runConformance(stand: Stand): Promise<void> {
       transactionalSuite(context);
       coalescingSuite(context);
       hostileInputSuite(context);
+      inputLimitsSuite(context);
       textCollationSuite(context);
       metricsSuite(context);
       tracingSuite(context);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DeclarationError } from '../errors.js';
 import { resolveBrokerOptions } from './broker-options.js';
+import { Broker } from './broker.js';
 
 describe('the listen option', () => {
   it('is left to start() when not given, and kept when true or false', () => {
@@ -13,5 +14,32 @@ describe('the listen option', () => {
     expect(() => resolveBrokerOptions({ database: 'postgres://db/app', listen: 'yes' as unknown as boolean })).toThrow(
       new DeclarationError('new Broker: listen must be true or false, got yes'),
     );
+  });
+});
+
+describe('millisecond options', () => {
+  it.each([
+    [{ pollIntervalMs: 2 ** 31 }, 'new Broker: pollIntervalMs must be a number of milliseconds above 0 and at most 2147483647, got 2147483648'],
+    [{ stopTimeoutMs: 2 ** 31 }, 'new Broker: stopTimeoutMs must be a number of milliseconds above 0 and at most 2147483647, got 2147483648'],
+    [{ leaseMs: 3_600_001 }, 'new Broker: leaseMs must be a number of milliseconds above 0 and at most 3600000, got 3600001'],
+    [{ leaseMs: 0 }, 'new Broker: leaseMs must be a number of milliseconds above 0 and at most 3600000, got 0'],
+  ])('refuses what Node timers cannot keep and leases past an hour: %j', (options, message) => {
+    expect(() => resolveBrokerOptions({ database: 'sqlite::memory:', ...options })).toThrow(new DeclarationError(message));
+  });
+
+  it('accepts the longest timer and a lease of an hour', () => {
+    expect(
+      resolveBrokerOptions({ database: 'sqlite::memory:', pollIntervalMs: 2 ** 31 - 1, stopTimeoutMs: 2 ** 31 - 1, leaseMs: 3_600_000 }),
+    ).toMatchObject({ pollIntervalMs: 2 ** 31 - 1, stopTimeoutMs: 2 ** 31 - 1, leaseMs: 3_600_000 });
+  });
+});
+
+describe('broker.stop', () => {
+  it('refuses a timeout no timer keeps, and leaves the broker as it was', async () => {
+    const broker = new Broker({ database: 'sqlite::memory:' });
+    await expect(broker.stop({ timeoutMs: 2 ** 31 })).rejects.toThrow(
+      new DeclarationError('broker.stop: timeoutMs must be a number of milliseconds from 0 to 2147483647, got 2147483648'),
+    );
+    await expect(broker.stop({ timeoutMs: 0 })).resolves.toBeUndefined();
   });
 });

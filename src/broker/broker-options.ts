@@ -1,6 +1,7 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
 import { DEFAULT_ACQUIRE_TIMEOUT_MS } from '../driver/pool-gate.js';
+import { MAX_LEASE_MS, positiveMilliseconds } from '../option-checks.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -66,6 +67,8 @@ export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
 
+const WHERE = 'new Broker';
+
 const OPTION_KEYS = new Set([
   'database',
   'pool',
@@ -73,9 +76,9 @@ const OPTION_KEYS = new Set([
   'leaseMs',
   'connectionLimit',
   'stopTimeoutMs',
+  'acquireTimeoutMs',
   'logger',
   'maxPayloadBytes',
-  'acquireTimeoutMs',
   'listen',
   'heartbeat',
 ]);
@@ -113,11 +116,11 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
   return Object.freeze({
     database: options.database,
     poolSize,
-    pollIntervalMs: positive(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs'),
-    leaseMs: positive(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs'),
+    pollIntervalMs: positiveMilliseconds(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs', WHERE),
+    leaseMs: positiveMilliseconds(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', WHERE, MAX_LEASE_MS),
     connectionLimit,
-    stopTimeoutMs: positive(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs'),
-    acquireTimeoutMs: positive(options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS, 'acquireTimeoutMs'),
+    stopTimeoutMs: positiveMilliseconds(options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, 'stopTimeoutMs', WHERE),
+    acquireTimeoutMs: positiveMilliseconds(options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS, 'acquireTimeoutMs', WHERE),
     logger: options.logger ?? consoleLogger,
     maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
     listen: options.listen,
@@ -128,13 +131,6 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
 function positiveWhole(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
     throw new DeclarationError(`new Broker: ${name} must be a whole number of at least 1, got ${String(value)}`);
-  }
-  return value;
-}
-
-function positive(value: unknown, name: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new DeclarationError(`new Broker: ${name} must be a number of milliseconds above 0, got ${String(value)}`);
   }
   return value;
 }

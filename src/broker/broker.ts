@@ -7,6 +7,7 @@ import { createDriver } from '../driver/create-driver.js';
 import { AlreadySubscribedError, ClosedError, DeclarationError, UnsupportedError } from '../errors.js';
 import type { PublishItem, PublishOptions } from '../publish/publish-options.js';
 import { Publisher } from '../publish/publisher.js';
+import { millisecondsFromZero } from '../option-checks.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
 import {
   Subscription,
@@ -268,6 +269,13 @@ export class Broker extends EventEmitter<BrokerEvents> {
    * the broker opened it.
    */
   stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (options.timeoutMs !== undefined) {
+      try {
+        millisecondsFromZero(options.timeoutMs, 'timeoutMs', 'broker.stop');
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     if (this.#state === 'new') {
       this.#state = 'stopped';
       this.#stopping = this.#observability.close();

@@ -6,6 +6,7 @@ import { createDriver } from '../driver/create-driver.js';
 import type { Driver } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
 import { checkAllowedHosts } from '../internal/host-allow-list.js';
+import { MAX_TIMER_MS } from '../option-checks.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import { BrokerDirectory } from './broker-directory.js';
 import { BrokerDrainRate } from './broker-drain-rate.js';
@@ -72,8 +73,10 @@ const POOL_SIZE = 4;
  */
 export async function openDashboard(options: DashboardOptions): Promise<Dashboard> {
   const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
-  if (!Number.isInteger(refreshMs) || refreshMs < 100) {
-    throw new DeclarationError(`the dashboard's refresh must be a whole number of at least 100 ms, got ${String(refreshMs)}`);
+  if (!Number.isInteger(refreshMs) || refreshMs < 100 || refreshMs > MAX_TIMER_MS) {
+    throw new DeclarationError(
+      `the dashboard's refresh must be a whole number of milliseconds from 100 to ${MAX_TIMER_MS}, got ${String(refreshMs)}`,
+    );
   }
   checkAllowedHosts(options.allowedHosts, 'allowedHosts');
   const ownsDriver = typeof options.database === 'string';

@@ -1,5 +1,5 @@
 import { createDialect } from '../dialect/create-dialect.js';
-import { DeclarationError } from '../errors.js';
+import { validateQueueName } from './queue-name.js';
 import { createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
 
 export type DdlDialectName = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
@@ -27,9 +27,6 @@ export class QueueTable {
    * when it has no group column (the name is then only a label).
    */
   queue<Payload = unknown>(name: string): Queue<Payload> {
-    if (typeof name !== 'string' || name.length === 0) {
-      throw new DeclarationError(`table "${this.spec.qualifiedName}": a queue needs a non-empty name`);
-    }
     return new Queue<Payload>(this, name);
   }
 
@@ -47,9 +44,10 @@ export class Queue<Payload = unknown> {
   /** Type-only marker so a queue's payload type flows into publish and subscribe. */
   declare readonly payloadType?: Payload;
 
+  /** The name is checked here, so every way a queue is made (`queue()`, a thread, the outbox) refuses the same names. */
   constructor(table: QueueTable, name: string) {
     this.table = table;
-    this.name = name;
+    this.name = validateQueueName(name, `table "${table.spec.qualifiedName}": the queue name`);
   }
 
   /** The group value rows of this queue carry, or undefined on a table without groups. */

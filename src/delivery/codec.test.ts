@@ -35,6 +35,24 @@ describe('codec', () => {
     expect(() => encodePayload(cyclic, 'publish')).toThrow(EncodeError);
   });
 
+  it('refuses a payload JSON would change, saying where, before anything is written', () => {
+    expect(() => encodePayload(Number.NaN, 'publish to "jobs"')).toThrow(
+      'publish to "jobs": the payload would not come back as it was sent, since JSON changes payload: NaN; ' +
+        'send plain objects, arrays, strings, finite numbers, booleans and null (or bytes with a decoder of your own); nothing was written',
+    );
+    expect(() => encodePayload({ total: Number.POSITIVE_INFINITY }, 'publish')).toThrow(/payload.total: Infinity/);
+    expect(() => encodePayload(new Map([['a', 1]]), 'publish')).toThrow(EncodeError);
+    expect(() => encodePayload({ seen: new Set([1]) }, 'publish')).toThrow(/payload.seen: an instance of Set/);
+    expect(() => encodePayload({ onDone: () => undefined }, 'publish')).toThrow(/payload.onDone: function/);
+    expect(() => encodePayload([undefined], 'publish')).toThrow(/payload\[0\]: undefined/);
+  });
+
+  it('keeps dates, undefined properties and bytes of any content', () => {
+    const at = new Date('2026-01-02T03:04:05.678Z');
+    expect(decodeJsonPayload(encodePayload({ at, note: undefined }, 'publish'))).toEqual({ at: at.toISOString() });
+    expect([...encodePayload(Buffer.from([0xff, 0xfe, 0xc3, 0x28]), 'publish')]).toEqual([0xff, 0xfe, 0xc3, 0x28]);
+  });
+
   it('fails to decode bytes that are not UTF-8 JSON with a DecodeError', () => {
     expect(() => decodeJsonPayload(Buffer.from([0xff, 0xfe]))).toThrow(DecodeError);
     expect(() => decodeJsonPayload(Buffer.from('{"open": '))).toThrow(DecodeError);
@@ -59,6 +77,19 @@ describe('codec', () => {
     expect(() => requireStorableText('😀 emoji and ünïcode', 'partitionKey', 'publish')).not.toThrow();
     expect(() => encodeHeaders({ trace: 'a\u0000' }, 'publish')).toThrow(EncodeError);
     expect(() => encodeHeaders({ count: 1 as unknown as string }, 'publish')).toThrow(/must be a string/);
+  });
+
+  it('refuses headers that are not a plain object, and keeps those that are', () => {
+    class Headers {
+      trace = 'abc';
+    }
+    for (const headers of [new Map([['trace', 'abc']]), ['abc'], new Headers()]) {
+      expect(() => encodeHeaders(headers as unknown as Record<string, string>, 'publish')).toThrow(
+        /publish: headers must be a plain object of strings/,
+      );
+    }
+    const bare = Object.assign(Object.create(null) as Record<string, string>, { trace: 'abc' });
+    expect(decodeHeaders(encodeHeaders(bare, 'publish'))).toEqual({ trace: 'abc' });
   });
 
   it('refuses an oversized payload with the sizes in the message', () => {

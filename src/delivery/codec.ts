@@ -1,8 +1,11 @@
 import { DecodeError, EncodeError } from '../errors.js';
+import { describeLossyJson, isLosslessJson } from './lossless-json.js';
 
 /**
- * The default codec: JSON in UTF-8. Bytes (`Buffer`/`Uint8Array`) are stored as they are, so a
- * service can publish its own encoding and decode it with a custom `decode`.
+ * The default codec: JSON in UTF-8, refused when JSON would change the value (`isLosslessJson`).
+ * Bytes (`Buffer`/`Uint8Array`) are stored as they are, whatever they hold, so a service can
+ * publish its own encoding (protobuf, MessagePack: rarely valid UTF-8) and decode it with a custom
+ * `decode`; the default decoder reports bytes that are not UTF-8 JSON as a decode failure.
  */
 export function encodePayload(payload: unknown, where: string): Buffer {
   if (payload instanceof Uint8Array) return Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
@@ -16,6 +19,12 @@ export function encodePayload(payload: unknown, where: string): Buffer {
   }
   if (text === undefined) {
     throw new EncodeError(`${where}: the payload ${typeof payload} has no JSON form; nothing was written`);
+  }
+  if (!isLosslessJson(payload)) {
+    throw new EncodeError(
+      `${where}: the payload would not come back as it was sent, since JSON changes ${describeLossyJson(payload, 'payload') ?? 'it'}; ` +
+        'send plain objects, arrays, strings, finite numbers, booleans and null (or bytes with a decoder of your own); nothing was written',
+    );
   }
   return Buffer.from(text, 'utf8');
 }
@@ -44,8 +53,10 @@ export function decodeHeaders(value: unknown): Record<string, string> {
 }
 
 export function encodeHeaders(headers: Readonly<Record<string, string>>, where: string): string {
-  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) {
-    throw new EncodeError(`${where}: headers must be an object of strings; nothing was written`);
+  if (!isPlainObject(headers)) {
+    throw new EncodeError(
+      `${where}: headers must be a plain object of strings such as { trace: 'abc' } (a Map, an array or a class instance would be stored as something else); nothing was written`,
+    );
   }
   for (const [key, value] of Object.entries(headers)) {
     if (typeof value !== 'string') {
@@ -57,8 +68,20 @@ export function encodeHeaders(headers: Readonly<Record<string, string>>, where: 
   return JSON.stringify(headers);
 }
 
+/** An object literal or `Object.create(null)`: what JSON stores property by property and reads back the same. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
 /** An unpaired UTF-16 surrogate: text UTF-8 cannot carry. */
 const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether a text column stores `text` unchanged on every database: no NUL, no unpaired surrogate. */
+export function isStorableText(text: string): boolean {
+  return !text.includes('\u0000') && !UNPAIRED_SURROGATE.test(text);
+}
 
 /**
  * Text that goes into a text or JSON column must come back as it went in. PostgreSQL refuses NUL
@@ -66,7 +89,7 @@ const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBF
  * so both are refused before anything is written instead of failing or changing on the way.
  */
 export function requireStorableText(text: string, what: string, where: string): void {
-  if (text.includes('\u0000') || UNPAIRED_SURROGATE.test(text)) {
+  if (!isStorableText(text)) {
     throw new EncodeError(
       `${where}: ${what} contains a NUL character or an unpaired surrogate, which a database text column cannot store unchanged; nothing was written`,
     );

@@ -1,5 +1,5 @@
 import { DeclarationError } from '../errors.js';
-import { positiveInteger, positiveNumber } from '../option-checks.js';
+import { MAX_LEASE_MS, positiveInteger, positiveMilliseconds } from '../option-checks.js';
 
 export interface RelayOptions {
   /** Records of one name per send. Default 100. */
@@ -43,16 +43,16 @@ export function resolveRelayOptions(
       throw new DeclarationError(`${where}: unknown relay option "${key}"; the options are ${[...OPTION_KEYS].join(', ')}`);
     }
   }
-  const initialMs = positiveNumber(options.retryBackoff?.initialMs ?? DEFAULT_RELAY_BACKOFF_INITIAL_MS, 'retryBackoff.initialMs', where);
-  const maxMs = positiveNumber(options.retryBackoff?.maxMs ?? DEFAULT_RELAY_BACKOFF_MAX_MS, 'retryBackoff.maxMs', where);
+  const initialMs = positiveMilliseconds(options.retryBackoff?.initialMs ?? DEFAULT_RELAY_BACKOFF_INITIAL_MS, 'retryBackoff.initialMs', where);
+  const maxMs = positiveMilliseconds(options.retryBackoff?.maxMs ?? DEFAULT_RELAY_BACKOFF_MAX_MS, 'retryBackoff.maxMs', where);
   if (maxMs < initialMs) {
     throw new DeclarationError(`${where}: retryBackoff.maxMs (${maxMs}) must be at least retryBackoff.initialMs (${initialMs})`);
   }
   return Object.freeze({
     batch: positiveInteger(options.batch ?? DEFAULT_RELAY_BATCH, 'batch', where),
     concurrency: positiveInteger(options.concurrency ?? DEFAULT_RELAY_CONCURRENCY, 'concurrency', where),
-    pollIntervalMs: positiveNumber(options.pollIntervalMs ?? defaults.pollIntervalMs, 'pollIntervalMs', where),
-    leaseMs: positiveNumber(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where),
+    pollIntervalMs: positiveMilliseconds(options.pollIntervalMs ?? defaults.pollIntervalMs, 'pollIntervalMs', where),
+    leaseMs: positiveMilliseconds(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where, MAX_LEASE_MS),
     retryBackoff: Object.freeze({ initialMs, maxMs }),
   });
 }

@@ -7,6 +7,7 @@ import type { Connection, Driver, QueryResult } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
 import { bindPositional, bindStatement, type BoundStatement, type Statement } from '../statement.js';
 import { validateIdentifier } from '../table/identifier.js';
+import { isStorableTime, MAX_PRIORITY, MIN_PRIORITY } from '../table/storable-values.js';
 import { roleColumns, type TableSpec } from '../table/table-spec.js';
 import type { PublishItem, PublishOptions } from './publish-options.js';
 
@@ -43,13 +44,18 @@ export class Publisher {
 
   async publish<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions = {}): Promise<string> {
     const spec = queue.table.spec;
-    const row = rowValues(queue, payload, options, new Date(), this.#options.maxPayloadBytes);
+    const where = `publish to "${queue.label}"`;
+    const row = rowValues(queue, payload, options, { now: new Date(), maxPayloadBytes: this.#options.maxPayloadBytes, where });
     const statement = this.#insert(spec, row, 1);
     const result = await this.#write(queue, options.tx, (connection) => connection.execute(bindPositional(statement, row.values)));
     return insertedIds(spec, result, options.id === undefined ? [] : [options.id], 1)[0]!;
   }
 
-  /** Writes many rows, one statement per chunk; returns how many were written. */
+  /**
+   * Writes many rows, one statement per chunk; returns how many were written. Every item is
+   * checked before the first write. Without `tx` the chunks commit together or not at all: a
+   * failure or a lost connection part way leaves no row, so the caller can simply retry.
+   */
   async publishMany<Payload>(
     queue: Queue<Payload>,
     items: readonly PublishItem<Payload>[],
@@ -59,19 +65,25 @@ export class Publisher {
     if (items.length === 0) return 0;
     const spec = queue.table.spec;
     const now = new Date();
+    const { maxPayloadBytes } = this.#options;
     const rows = items.map((item, index) => {
+      const where = `publishMany to "${queue.label}", item ${index}`;
       if (item === null || typeof item !== 'object' || !('payload' in item)) {
-        throw new DeclarationError(`publishMany: item ${index} must be an object with a payload`);
+        throw new DeclarationError(`${where} must be an object with a payload`);
       }
       const { payload, ...itemOptions } = item;
-      return rowValues(queue, payload, itemOptions, now, this.#options.maxPayloadBytes);
+      return rowValues(queue, payload, itemOptions, { now, maxPayloadBytes, where });
     });
-    await this.#write(queue, options.tx, async (connection) => {
-      for (const chunk of chunksOfSameColumns(rows)) {
+    const chunks = chunksOfSameColumns(rows);
+    const insertChunks = async (connection: Connection) => {
+      for (const chunk of chunks) {
         const statement = this.#insert(spec, chunk[0]!, chunk.length);
         await connection.execute(bindPositional(statement, chunk.flatMap((row) => row.values)));
       }
-    });
+    };
+    // One statement is all or nothing by itself; more need a transaction, unless they run in the caller's.
+    if (options.tx === undefined && chunks.length > 1) await this.#writeInTransaction(queue, insertChunks);
+    else await this.#write(queue, options.tx, insertChunks);
     return rows.length;
   }
 
@@ -114,19 +126,48 @@ export class Publisher {
     return result;
   }
 
-  /** The queue's notification, checked before anything is written; undefined with listen off. */
+  /**
+   * Runs the inserts in a transaction of their own on one borrowed connection. The notification
+   * goes after the commit, on the same connection: inside the transaction a failed pg_notify
+   * would abort it, and Postgres answers the COMMIT of an aborted transaction by rolling back
+   * without an error. A failure rolls back, or destroys the connection when even that fails (a
+   * lost connection, whose transaction the server rolls back as the session ends).
+   */
+  async #writeInTransaction(queue: Queue<unknown>, insert: (connection: Connection) => Promise<void>): Promise<void> {
+    const notification = this.#notification(queue);
+    const { driver, dialect } = this.#options;
+    const session = dialect.session;
+    // One writer (SQLite): take the write lock at begin, not at the first insert.
+    const begin = session.begin(dialect.capabilities.hasSingleWriter ? { sqliteBegin: 'immediate' } : {});
+    const connection = await driver.acquire();
+    try {
+      for (const statement of begin) await connection.execute(bindStatement(statement, {}));
+      try {
+        await insert(connection);
+        await connection.execute(bindStatement(session.commit(), {}));
+      } catch (error) {
+        await connection.execute(bindStatement(session.rollback(), {})).catch(() => connection.destroy());
+        throw error;
+      }
+      if (notification !== undefined) {
+        await connection.execute(notification).catch((error: unknown) =>
+          this.#options.onNotifyError(error, { queue: queue.label, phase: 'notify' }),
+        );
+      }
+    } finally {
+      connection.release();
+    }
+    this.#options.wake(queue.table.spec, queue.group);
+  }
+
+  /**
+   * The queue's notification; undefined with listen off. Its payload is the queue name, which
+   * always fits: 255 characters are at most 1,020 bytes, under the payload limit (publisher.test.ts).
+   */
   #notification(queue: Queue<unknown>): BoundStatement | undefined {
     const notify = this.#options.notify;
     if (notify === undefined) return undefined;
-    const group = queue.group ?? '';
-    const bytes = Buffer.byteLength(group, 'utf8');
-    if (bytes > notify.maxPayloadBytes) {
-      throw new DeclarationError(
-        `publish to "${queue.label}": the queue name is ${bytes} bytes, too long for a notification (at most ${notify.maxPayloadBytes}); ` +
-          'use a shorter queue name, or turn wake-ups across processes off with listen: false',
-      );
-    }
-    return bindStatement(notify.notify(), { channel: notify.channel(queue.table.spec), group });
+    return bindStatement(notify.notify(), { channel: notify.channel(queue.table.spec), group: queue.group ?? '' });
   }
 }
 
@@ -164,15 +205,16 @@ function insertColumns(spec: TableSpec): string[] {
   return columns;
 }
 
-function rowValues<Payload>(
-  queue: Queue<Payload>,
-  payload: Payload,
-  options: PublishOptions,
-  now: Date,
-  maxPayloadBytes: number,
-): RowToInsert {
+/** What every row of one call shares: the instant delays count from, the payload limit, and where, for messages. */
+interface RowContext {
+  readonly now: Date;
+  readonly maxPayloadBytes: number;
+  readonly where: string;
+}
+
+function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: PublishOptions, context: RowContext): RowToInsert {
   const spec = queue.table.spec;
-  const where = `publish to "${queue.label}"`;
+  const { now, maxPayloadBytes, where } = context;
   if (options === null || typeof options !== 'object') throw new DeclarationError(`${where}: options must be an object`);
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.has(key)) {
@@ -188,8 +230,13 @@ function rowValues<Payload>(
   } else if (options.id !== undefined) {
     throw new DeclarationError(`${where}: table "${spec.qualifiedName}" generates its ids; remove the id option`);
   }
-  if (options.priority !== undefined && !Number.isInteger(options.priority)) {
-    throw new DeclarationError(`${where}: priority must be a whole number`);
+  if (
+    options.priority !== undefined &&
+    (!Number.isInteger(options.priority) || options.priority < MIN_PRIORITY || options.priority > MAX_PRIORITY)
+  ) {
+    throw new DeclarationError(
+      `${where}: priority must be a whole number from ${MIN_PRIORITY} to ${MAX_PRIORITY} (the priority column is a SMALLINT), got ${String(options.priority)}`,
+    );
   }
   if (options.partitionKey !== undefined && options.partitionKey !== null && typeof options.partitionKey !== 'string') {
     throw new DeclarationError(`${where}: partitionKey must be a string or null`);
@@ -208,7 +255,7 @@ function rowValues<Payload>(
   // A database-clock table is due by the database's now: a delay (none by default) goes to the
   // database, which adds it; only an explicit runAt instant is bound as it is.
   const isDueAsDelay = spec.clock === 'database' && spec.retryAfter !== undefined && options.runAt === undefined;
-  setRole(spec.retryAfter, 'delayMs/runAt (retryAfter)', dueOption(options, where), () =>
+  setRole(spec.retryAfter, 'delayMs/runAt (retryAfter)', dueOption(options, now, where), () =>
     isDueAsDelay ? Math.round((options.delayMs ?? 0) * 1000) : dueAt(options, now),
   );
   setRole(spec.headers, 'headers', options.headers, () =>
@@ -245,15 +292,35 @@ function rowModeColumns(spec: TableSpec, payload: unknown, byColumn: Map<string,
   return columns;
 }
 
-function dueOption(options: PublishOptions, where: string): unknown {
+/**
+ * The delay or instant asked for, checked: due by the end of year 9999 (`isStorableTime`), on
+ * every database, so a row is never stored where it would sort before today (SQLite) or fail
+ * inside the driver. A database-clock table adds the delay to the database's now; the check
+ * counts it from this host's, which differs by the clocks' skew at most.
+ */
+function dueOption(options: PublishOptions, now: Date, where: string): unknown {
   if (options.delayMs !== undefined && options.runAt !== undefined) {
     throw new DeclarationError(`${where}: give delayMs or runAt, not both`);
   }
-  if (options.delayMs !== undefined && (!Number.isFinite(options.delayMs) || options.delayMs < 0)) {
-    throw new DeclarationError(`${where}: delayMs must be zero or more milliseconds`);
+  if (options.delayMs !== undefined) {
+    if (typeof options.delayMs !== 'number' || !Number.isFinite(options.delayMs) || options.delayMs < 0) {
+      throw new DeclarationError(`${where}: delayMs must be zero or more milliseconds, got ${String(options.delayMs)}`);
+    }
+    if (!isStorableTime(now.getTime() + options.delayMs)) {
+      throw new DeclarationError(
+        `${where}: a delayMs of ${options.delayMs} ends after year 9999, past what every database stores; use a shorter delay`,
+      );
+    }
   }
-  if (options.runAt !== undefined && !(options.runAt instanceof Date && Number.isFinite(options.runAt.getTime()))) {
-    throw new DeclarationError(`${where}: runAt must be a valid Date`);
+  if (options.runAt !== undefined) {
+    if (!(options.runAt instanceof Date) || !Number.isFinite(options.runAt.getTime())) {
+      throw new DeclarationError(`${where}: runAt must be a valid Date`);
+    }
+    if (!isStorableTime(options.runAt.getTime())) {
+      throw new DeclarationError(
+        `${where}: runAt ${options.runAt.toISOString()} is outside years 1 to 9999, which every database stores; use an instant within them`,
+      );
+    }
   }
   return options.delayMs ?? options.runAt;
 }

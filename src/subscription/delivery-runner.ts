@@ -4,8 +4,8 @@ import { decodeHeaders, decodeJsonPayload } from '../delivery/codec.js';
 import type { DeliveryTransaction, HandlerTransaction } from '../delivery/delivery-transaction.js';
 import { boundLastError, describeRetryRequested, describeThrown } from '../delivery/last-error.js';
 import type { Message } from '../delivery/message.js';
-import { isOutcome, type Outcome } from '../delivery/outcome.js';
-import { DecodeError, LeaseLostError } from '../errors.js';
+import { isOutcome, retryDelayProblem, type Outcome } from '../delivery/outcome.js';
+import { DeclarationError, DecodeError, LeaseLostError } from '../errors.js';
 import type { SettledOutcome } from '../observability/broker-metrics.js';
 import type { SubscriptionObserver } from '../observability/subscription-observer.js';
 import type { ProcessSpan } from '../observability/tracing.js';
@@ -192,8 +192,7 @@ export class DeliveryRunner {
       span?.fail(error);
       this.counters.handlerErrors += 1;
       onError(error, { subscription, messageId: messages.map((message) => message.id).join(','), phase: 'handler' });
-      const outcomes = messages.map((message): Outcome => ({ kind: 'retryAfter', delayMs: this.#backoffMs(message.attempt) }));
-      return { outcomes, failure: { thrown: error } };
+      return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error } };
     } finally {
       observer.handlerEnded(startedAt);
       span?.end();
@@ -201,7 +200,7 @@ export class DeliveryRunner {
     }
     if (!isBatch || !Array.isArray(returned)) {
       const outcome: Outcome = isOutcome(returned) ? returned : { kind: 'ack' };
-      return { outcomes: messages.map(() => outcome) };
+      return this.#withUsableDelays(messages, messages.map(() => outcome));
     }
     if (returned.length !== messages.length && !this.#hasWarnedBatchLength) {
       this.#hasWarnedBatchLength = true;
@@ -214,7 +213,31 @@ export class DeliveryRunner {
       const outcome: unknown = returned[index];
       return isOutcome(outcome) ? outcome : { kind: 'ack' };
     });
+    return this.#withUsableDelays(messages, outcomes);
+  }
+
+  /**
+   * `Outcome.retryAfter` refuses a delay no database stores, so the handler throws; an outcome
+   * the handler built as an object literal gets the same treatment here: it counts as a handler
+   * error, reported, and the messages are retried after the backoff.
+   */
+  #withUsableDelays(messages: Message<unknown>[], outcomes: Outcome[]): HandlerResult {
+    const nowMs = Date.now();
+    for (const outcome of outcomes) {
+      const problem = outcome.kind === 'retryAfter' ? retryDelayProblem(outcome.delayMs, nowMs) : undefined;
+      if (problem === undefined) continue;
+      const { subscription, onError } = this.#options;
+      const error = new DeclarationError(`subscription "${subscription}": the handler returned a retryAfter outcome, but ${problem}`);
+      this.counters.handlerErrors += 1;
+      onError(error, { subscription, messageId: messages.map((message) => message.id).join(','), phase: 'handler' });
+      return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error } };
+    }
     return { outcomes };
+  }
+
+  /** After a handler error: each message retried after the backoff of its attempt. */
+  #backoffOutcomes(messages: Message<unknown>[]): Outcome[] {
+    return messages.map((message): Outcome => ({ kind: 'retryAfter', delayMs: this.#backoffMs(message.attempt) }));
   }
 
   /** Synchronous unless a decoder or schema of the subscription's is asynchronous. */

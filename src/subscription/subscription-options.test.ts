@@ -37,7 +37,7 @@ describe('resolveSubscribeOptions', () => {
   });
 
   it.each([
-    [{ workers: 0 }, /workers must be a whole number of at least 1, got 0/],
+    [{ workers: 0 }, /workers must be a whole number from 1 to 1000, got 0/],
     [{ workers: -2 }, /workers must be a whole number/],
     [{ workers: 1.5 }, /workers must be a whole number/],
     [{ workersByKey: 0 }, /workersByKey must be a whole number/],
@@ -56,5 +56,51 @@ describe('resolveSubscribeOptions', () => {
     [{ transactional: 'yes' as never }, /transactional must be true or false/],
   ])('refuses %j', (options, message) => {
     expect(refusal(options as SubscribeOptions<unknown>)).toMatch(message);
+  });
+
+  it.each([
+    [{ workers: 10_000_000 }, /workers must be a whole number from 1 to 1000, got 10000000/],
+    [{ workersByKey: 1_001 }, /workersByKey must be a whole number from 1 to 1000/],
+    [{ batch: 1_001 }, /batch must be a whole number from 1 to 1000/],
+    [{ prefetch: 10_001 }, /prefetch must be a whole number of rows from 0 to 10000, got 10001/],
+    [{ onThreads: { threads: 257, module: './h.js' } }, /onThreads.threads must be a whole number from 1 to 256/],
+    [{ onThreads: { threads: 2, connections: 101, module: './h.js' } }, /onThreads.connections must be a whole number from 1 to 100/],
+  ])('bounds concurrency and claim sizes: refuses %j', (options, message) => {
+    expect(refusal(options as SubscribeOptions<unknown>)).toMatch(message);
+  });
+
+  it('accepts the largest concurrency and claim sizes', () => {
+    expect(resolveSubscribeOptions({ workers: 1_000, prefetch: 10_000 }, defaults, 'here')).toMatchObject({ workers: 1_000, prefetch: 10_000 });
+    expect(resolveSubscribeOptions({ batch: 1_000 }, defaults, 'here').batch).toBe(1_000);
+    expect(resolveSubscribeOptions({ onThreads: { threads: 256, connections: 100, module: './h.js' } }, defaults, 'here').workers).toBe(256);
+  });
+
+  it.each([
+    [{ pollIntervalMs: 2 ** 31 }, /pollIntervalMs must be a number of milliseconds above 0 and at most 2147483647, got 2147483648/],
+    [{ leaseMs: 3_600_001 }, /leaseMs must be a number of milliseconds above 0 and at most 3600000/],
+    [{ settlementWindowMs: 2 ** 31 }, /settlementWindowMs must be a number of milliseconds from 0 to 2147483647/],
+    [{ retryBackoff: { initialMs: 2 ** 31 } }, /retryBackoff.initialMs must be a number of milliseconds above 0 and at most 2147483647/],
+    [{ retryBackoff: { maxMs: Number.POSITIVE_INFINITY } }, /retryBackoff.maxMs must be a number of milliseconds/],
+    [{ onDecodeFailure: { retryAfterMs: 2 ** 31 } }, /onDecodeFailure.retryAfterMs must be a number of milliseconds from 0 to 2147483647/],
+  ])('refuses milliseconds no timer keeps: %j', (options, message) => {
+    expect(refusal(options as SubscribeOptions<unknown>)).toMatch(message);
+  });
+
+  it('accepts the longest timer and the longest lease', () => {
+    const resolved = resolveSubscribeOptions(
+      { pollIntervalMs: 2 ** 31 - 1, leaseMs: 3_600_000, settlementWindowMs: 0, onDecodeFailure: { retryAfterMs: 0 } },
+      defaults,
+      'here',
+    );
+    expect(resolved).toMatchObject({ pollIntervalMs: 2 ** 31 - 1, leaseMs: 3_600_000, settlementWindowMs: 0 });
+  });
+
+  it.each([
+    ['', /deadLetter must be a non-empty string/],
+    ['dead\u0000letters', /deadLetter "dead\\u0000letters" contains a NUL character/],
+    ['\uD800', /contains a NUL character or an unpaired surrogate/],
+    ['x'.repeat(256), /deadLetter is 256 characters long; the group column holds at most 255/],
+  ])('refuses a dead-letter group the group column cannot hold: %j', (deadLetter, message) => {
+    expect(refusal({ maxAttempts: 3, deadLetter })).toMatch(message);
   });
 });

@@ -5,7 +5,8 @@ import type { Queue } from '../definition/define-table.js';
 import type { PublishOptions } from '../publish/publish-options.js';
 import { DeclarationError } from '../errors.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
-import { positiveInteger, positiveNumber } from '../option-checks.js';
+import { validateQueueName } from '../definition/queue-name.js';
+import { MAX_LEASE_MS, MAX_TIMER_MS, millisecondsFromZero, positiveInteger, positiveMilliseconds } from '../option-checks.js';
 
 /** What a handler may use besides its message. */
 export interface HandlerContext {
@@ -130,6 +131,31 @@ export const DEFAULT_RETRY_BACKOFF_MAX_MS = 3_600_000;
 /** See docs/benchmarks.md, "Settlement coalescing", for the drains this was chosen from. */
 export const DEFAULT_SETTLEMENT_WINDOW_MS = 2;
 
+/**
+ * Deliveries in work at once (`workers`, `workersByKey`). Past the pool's size more workers only
+ * help handlers that wait on something other than this database (an HTTP call); a thousand such
+ * waits per subscription is generous, and more processes scale further. `workers: 10_000_000`
+ * took 2.2 s and 80 MB to start before this bound.
+ */
+export const MAX_WORKERS = 1_000;
+/**
+ * Rows per claim (`batch`) and rows claimed ahead (`prefetch`). A MySQL/MariaDB lease claim
+ * stamps its rows in one statement with a parameter per row, padded to a power of two: idle
+ * workers plus prefetch stay at most 11,000 rows, 16,384 parameters, under MySQL's limit of
+ * 65,535 and SQLite's of 32,766. A batch is also one handler call and (row lock form) one
+ * transaction rolled back whole, so a thousand rows is already a long one.
+ */
+export const MAX_BATCH = 1_000;
+export const MAX_PREFETCH = 10_000;
+/**
+ * Each thread is a V8 isolate of its own (8.7 MB of RSS each before any module loads, Node 20)
+ * with a pool of its own: 256 threads of one connection already need more than PostgreSQL's
+ * default max_connections (100) and MySQL's (151), and more threads than most machines have cores.
+ */
+export const MAX_THREADS = 256;
+/** Connections of one thread's pool: more than a server's default max_connections (100) could never all open. */
+export const MAX_THREAD_CONNECTIONS = 100;
+
 const OPTION_KEYS = new Set([
   'workers',
   'workersByKey',
@@ -173,21 +199,31 @@ export function resolveSubscribeOptions(
   const isKeyed = options.workersByKey !== undefined || onThreads?.byKey === true;
   const workers =
     onThreads?.threads ??
-    positiveInteger(options.workersByKey ?? options.workers ?? 1, options.workersByKey === undefined ? 'workers' : 'workersByKey', where);
-  const batch = options.batch === undefined ? undefined : positiveInteger(options.batch, 'batch', where);
-  const pollIntervalMs = positiveNumber(options.pollIntervalMs ?? defaults.pollIntervalMs, 'pollIntervalMs', where);
-  const leaseMs = positiveNumber(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where);
+    positiveInteger(
+      options.workersByKey ?? options.workers ?? 1,
+      options.workersByKey === undefined ? 'workers' : 'workersByKey',
+      where,
+      MAX_WORKERS,
+    );
+  const batch = options.batch === undefined ? undefined : positiveInteger(options.batch, 'batch', where, MAX_BATCH);
+  const pollIntervalMs = positiveMilliseconds(options.pollIntervalMs ?? defaults.pollIntervalMs, 'pollIntervalMs', where);
+  const leaseMs = positiveMilliseconds(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where, MAX_LEASE_MS);
   const coalesceSettlements = options.coalesceSettlements ?? true;
   if (typeof coalesceSettlements !== 'boolean') throw new DeclarationError(`${where}: coalesceSettlements must be true or false`);
   const settlementWindowMs = options.settlementWindowMs ?? DEFAULT_SETTLEMENT_WINDOW_MS;
-  if (typeof settlementWindowMs !== 'number' || !Number.isFinite(settlementWindowMs) || settlementWindowMs < 0) {
+  if (
+    typeof settlementWindowMs !== 'number' ||
+    !Number.isFinite(settlementWindowMs) ||
+    settlementWindowMs < 0 ||
+    settlementWindowMs > MAX_TIMER_MS
+  ) {
     throw new DeclarationError(
-      `${where}: settlementWindowMs must be a number of milliseconds of 0 or more, got ${String(settlementWindowMs)}; to settle each delivery on its own, set coalesceSettlements: false`,
+      `${where}: settlementWindowMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, got ${String(settlementWindowMs)}; to settle each delivery on its own, set coalesceSettlements: false`,
     );
   }
   const prefetch = options.prefetch ?? 0;
-  if (typeof prefetch !== 'number' || !Number.isInteger(prefetch) || prefetch < 0) {
-    throw new DeclarationError(`${where}: prefetch must be a whole number of rows of 0 or more, got ${String(prefetch)}`);
+  if (typeof prefetch !== 'number' || !Number.isInteger(prefetch) || prefetch < 0 || prefetch > MAX_PREFETCH) {
+    throw new DeclarationError(`${where}: prefetch must be a whole number of rows from 0 to ${MAX_PREFETCH}, got ${String(prefetch)}`);
   }
   if (prefetch > 0 && batch !== undefined) {
     throw new DeclarationError(`${where}: a batch claim already takes up to its batch size; remove prefetch or batch`);
@@ -205,13 +241,13 @@ export function resolveSubscribeOptions(
   const maxAttempts =
     options.maxAttempts === undefined ? undefined : positiveInteger(options.maxAttempts, 'maxAttempts', where);
   const policy = options.onDecodeFailure ?? 'drop';
-  if (
-    policy !== 'drop' &&
-    policy !== 'retry' &&
-    !(typeof policy === 'object' && policy !== null && Number.isFinite(policy.retryAfterMs) && policy.retryAfterMs >= 0)
-  ) {
-    throw new DeclarationError(`${where}: onDecodeFailure must be 'drop', 'retry' or { retryAfterMs }`);
+  if (policy !== 'drop' && policy !== 'retry') {
+    if (typeof policy !== 'object' || policy === null) {
+      throw new DeclarationError(`${where}: onDecodeFailure must be 'drop', 'retry' or { retryAfterMs }`);
+    }
+    millisecondsFromZero(policy.retryAfterMs, 'onDecodeFailure.retryAfterMs', where);
   }
+  if (options.deadLetter !== undefined) validateQueueName(options.deadLetter, `${where}: deadLetter`);
   if (options.decode !== undefined && typeof options.decode !== 'function' && !isStandardSchema(options.decode)) {
     throw new DeclarationError(`${where}: decode must be a function or a Standard Schema validator`);
   }
@@ -231,8 +267,12 @@ export function resolveSubscribeOptions(
     maxAttempts,
     deadLetter: options.deadLetter,
     retryBackoff: Object.freeze({
-      initialMs: positiveNumber(options.retryBackoff?.initialMs ?? DEFAULT_RETRY_BACKOFF_INITIAL_MS, 'retryBackoff.initialMs', where),
-      maxMs: positiveNumber(options.retryBackoff?.maxMs ?? DEFAULT_RETRY_BACKOFF_MAX_MS, 'retryBackoff.maxMs', where),
+      initialMs: positiveMilliseconds(
+        options.retryBackoff?.initialMs ?? DEFAULT_RETRY_BACKOFF_INITIAL_MS,
+        'retryBackoff.initialMs',
+        where,
+      ),
+      maxMs: positiveMilliseconds(options.retryBackoff?.maxMs ?? DEFAULT_RETRY_BACKOFF_MAX_MS, 'retryBackoff.maxMs', where),
     }),
   });
 }
@@ -270,8 +310,8 @@ function resolveThreadOptions(
     throw new DeclarationError(`${where}: onThreads.export must name an export of the module`);
   }
   return Object.freeze({
-    threads: positiveInteger(value.threads, 'onThreads.threads', where),
-    connections: positiveInteger(value.connections ?? 1, 'onThreads.connections', where),
+    threads: positiveInteger(value.threads, 'onThreads.threads', where, MAX_THREADS),
+    connections: positiveInteger(value.connections ?? 1, 'onThreads.connections', where, MAX_THREAD_CONNECTIONS),
     byKey: value.byKey === true,
     module: String(value.module),
     export: exportName,

@@ -414,15 +414,25 @@ function encodeValue(value: unknown): unknown {
   return value ?? null;
 }
 
+/**
+ * A server error keeps its SQLSTATE. A failure without one is the client's: the session is gone
+ * (a socket error, "Connection terminated"), unless JavaScript itself threw while binding or
+ * encoding a value (a RangeError from an invalid Date, a TypeError from a BigInt in JSON), which
+ * says nothing about the session and must not send callers to reconnect and retry.
+ */
 function describeFailure(error: unknown, statementName: string): StatementError {
   const fields = error as { code?: unknown; severity?: unknown } | undefined;
   const isFromServer = typeof fields?.severity === 'string' && typeof fields.code === 'string';
   return new StatementError({
     statement: statementName,
     database: DATABASE,
-    sqlState: isFromServer ? (fields.code as string) : CONNECTION_FAILURE,
+    sqlState: isFromServer ? (fields.code as string) : isLanguageError(error) ? undefined : CONNECTION_FAILURE,
     cause: error,
   });
+}
+
+function isLanguageError(error: unknown): boolean {
+  return error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError || error instanceof ReferenceError;
 }
 
 function addressOf(options: PgPoolOptionsLike | undefined): { host: string; port: number } {

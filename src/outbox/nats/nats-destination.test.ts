@@ -17,12 +17,13 @@ describe('NatsDestination options', () => {
     [{ servers: [] }, /needs servers/],
     [{ servers: '127.0.0.1:4222', subjectPrefix: 'a.', subjectOf: (name: string) => name }, /subjectPrefix or subjectOf, not both/],
     [{ servers: '127.0.0.1:4222', subjectPrefix: 'a.>' }, /wildcard/],
-    [{ servers: '127.0.0.1:4222', ackTimeoutMs: 0 }, /ackTimeoutMs must be a positive whole number/],
+    [{ servers: '127.0.0.1:4222', ackTimeoutMs: 0 }, /ackTimeoutMs must be a whole number of milliseconds from 1 to 2147483647/],
+    [{ servers: '127.0.0.1:4222', connectTimeoutMs: 2 ** 31 }, /connectTimeoutMs must be a whole number of milliseconds from 1 to 2147483647, got 2147483648/],
     [{ servers: '127.0.0.1:4222', ensureStream: { name: 'orders' } }, /needs subjects, or a subjectPrefix ending in "\."/],
     [{ servers: '127.0.0.1:4222', subjectPrefix: 'a.', ensureStream: { name: 'a.b' } }, /not a JetStream stream name/],
     [
       { servers: '127.0.0.1:4222', subjectPrefix: 'a.', ensureStream: { name: 'a', duplicateWindowMs: -1 } },
-      /duplicateWindowMs must be a positive/,
+      /duplicateWindowMs must be a whole number of milliseconds/,
     ],
   ])('refuses %j', (options, message) => {
     expect(() => new NatsDestination(options)).toThrowError(DeclarationError);

@@ -1,4 +1,5 @@
 import { ConnectionError, DeclarationError, DestinationError } from '../../errors.js';
+import { MAX_TIMER_MS } from '../../option-checks.js';
 import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination, type OutboxRecord } from '../destination.js';
 import type {
   NatsConnectionLike,
@@ -331,8 +332,8 @@ function resolveStream(stream: NatsStreamOptions, subjectPrefix: string): Resolv
 }
 
 function positiveMs(name: string, value: number): number {
-  if (!Number.isInteger(value) || value <= 0) {
-    throw new DeclarationError(`${name} must be a positive whole number of milliseconds, got ${value}`);
+  if (!Number.isInteger(value) || value <= 0 || value > MAX_TIMER_MS) {
+    throw new DeclarationError(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS}, got ${value}`);
   }
   return value;
 }

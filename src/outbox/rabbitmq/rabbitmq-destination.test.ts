@@ -18,7 +18,8 @@ describe('RabbitMqDestination options', () => {
     [{ url: 'not a url', exchange: 'events' }, /needs a url like/],
     [{ url: 'http://h:5672', exchange: 'events' }, /must start with amqp:\/\/ or amqps:\/\//],
     [{ url: 'amqp://h', exchange: '', assertExchange: { type: 'topic' as const } }, /default exchange \(""\) cannot be declared/],
-    [{ url: 'amqp://h', exchange: 'events', confirmTimeoutMs: 1.5 }, /confirmTimeoutMs must be a positive whole number/],
+    [{ url: 'amqp://h', exchange: 'events', confirmTimeoutMs: 1.5 }, /confirmTimeoutMs must be a whole number of milliseconds/],
+    [{ url: 'amqp://h', exchange: 'events', connectTimeoutMs: 2 ** 31 }, /connectTimeoutMs must be a whole number of milliseconds from 1 to 2147483647/],
   ])('refuses %j', (options, message) => {
     expect(() => new RabbitMqDestination(options)).toThrowError(DeclarationError);
     expect(() => new RabbitMqDestination(options)).toThrowError(message);
