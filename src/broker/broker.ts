@@ -40,13 +40,13 @@ import { Outbox } from '../outbox/outbox.js';
 import { Relay, type RelayStats } from '../outbox/relay.js';
 import { resolveRelayOptions, type RelayOptions } from '../outbox/relay-options.js';
 
-export interface BrokerStats {
 /**
  * How long `stop()` waits for the pool to close after every connection it lent was destroyed;
  * a closing pool only ends idle sessions, which takes milliseconds.
  */
 const POOL_CLOSE_TIMEOUT_MS = 5_000;
 
+export interface BrokerStats {
   readonly pool: PoolStats;
   readonly subscriptions: SubscriptionStats[];
   /** The LISTEN session (Postgres with `listen` on and at least one subscription); undefined without one. */
@@ -209,8 +209,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
           onWarning: (message) => this.#reportWarning(message),
           createContext: () => this.#handlerContext(driver),
           openThreads: (request) => this.#openThreads(request),
-          observability: this.#observability,
           cancelStatements: () => driver.cancelRunning(),
+          observability: this.#observability,
         });
       }
       for (const gate of this.#dedupeGates) await gate.open(driver, dialect);
@@ -376,14 +376,6 @@ export class Broker extends EventEmitter<BrokerEvents> {
   }
 
   /**
-   * Whether `listen` is on, and what it needs: on by default for a pool opened from a URL on a
-   * database with LISTEN/NOTIFY, on for the service's pool only when asked. `listen: true`
-   * elsewhere is refused, since it would silently change nothing.
-   */
-  #listenSupport(driver: Driver, dialect: Dialect): ListenSupport | undefined {
-    const { listen, database } = this.#options;
-    const isOn = listen ?? (typeof database === 'string' && dialect.capabilities.supportsListenNotify);
-  /**
    * Cancels what still runs on the broker's connections (a relay's statement, a publish, a handler
    * that outlived the stop timeout), then closes the pool within POOL_CLOSE_TIMEOUT_MS: a pool
    * that does not close in time is reported and left behind rather than holding `stop()` forever.
@@ -409,6 +401,14 @@ export class Broker extends EventEmitter<BrokerEvents> {
     }
   }
 
+  /**
+   * Whether `listen` is on, and what it needs: on by default for a pool opened from a URL on a
+   * database with LISTEN/NOTIFY, on for the service's pool only when asked. `listen: true`
+   * elsewhere is refused, since it would silently change nothing.
+   */
+  #listenSupport(driver: Driver, dialect: Dialect): ListenSupport | undefined {
+    const { listen, database } = this.#options;
+    const isOn = listen ?? (typeof database === 'string' && dialect.capabilities.supportsListenNotify);
     if (!isOn) return undefined;
     const openSession = driver.openNotificationClient?.bind(driver);
     if (dialect.notify === undefined || openSession === undefined) {

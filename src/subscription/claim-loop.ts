@@ -105,10 +105,10 @@ export class ClaimLoop {
   constructor(options: ClaimLoopOptions) {
     this.#options = options;
     this.#nextWaitMs = options.pollIntervalMs;
-    const loop = this;
+    const connectionsHeld = () => this.connectionsHeld;
     this.#member = {
       get connectionsHeld() {
-        return loop.connectionsHeld;
+        return connectionsHeld();
       },
       pump: () => this.#pump(),
     };
