@@ -19,7 +19,9 @@ export type ErrorCode =
   | 'CLOSED'
   | 'DECODE'
   | 'ENCODE'
-  | 'DESTINATION';
+  | 'DESTINATION'
+  | 'HANDLER'
+  | 'INTERNAL';
 
 export class QueueError extends Error {
   readonly code: ErrorCode;
@@ -221,6 +223,45 @@ export class DestinationError extends QueueError {
   constructor(details: { destination: string; message: string; cause?: unknown }) {
     super('DESTINATION', details.message, { cause: details.cause });
     this.destination = details.destination;
+  }
+}
+
+/**
+ * A handler threw or rejected: `cause` is exactly what it threw, which may be any value. The
+ * message is the thrown error's own (or the thrown value as text), so the report reads as the
+ * handler's; the delivery is retried after the backoff, or dead-lettered at `maxAttempts`.
+ */
+export class HandlerError extends QueueError {
+  /** The subscription's queue, `table/group`. */
+  readonly subscription: string;
+  /** The message the handler was given, or every message of its batch. */
+  readonly messageIds: readonly string[];
+
+  constructor(details: { subscription: string; messageIds: readonly string[]; cause: unknown }) {
+    super('HANDLER', messageOf(details.cause), { cause: details.cause });
+    this.subscription = details.subscription;
+    this.messageIds = Object.freeze([...details.messageIds]);
+  }
+}
+
+/**
+ * An error from outside this catalogue reached a report: a fault in tablequeue or in a library
+ * it calls. `cause` is the original, whose message this one keeps; worth reporting as a bug.
+ */
+export class InternalError extends QueueError {
+  constructor(cause: unknown) {
+    super('INTERNAL', messageOf(cause), { cause });
+  }
+}
+
+/** An error's message, or any other thrown value as text. */
+function messageOf(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
   }
 }
 

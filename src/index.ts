@@ -17,7 +17,9 @@ export type {
   Decoder,
   Handler,
   HandlerContext,
+  DeadLetterOptions,
   SubscribeOptions,
+  SubscribeOptionsBase,
 } from './subscription/subscription-options.js';
 export type { SubscriptionStats } from './subscription/subscription.js';
 export type { PoolStats } from './driver/driver.js';
@@ -62,6 +64,8 @@ export {
   DeclarationError,
   DestinationError,
   EncodeError,
+  HandlerError,
+  InternalError,
   isQueueError,
   LeaseLostError,
   QueueError,

@@ -16,6 +16,7 @@ export interface Statement {
  * - `lockedUntil`: the new lease expiry written by a claim or renewal; `held`: the lease token
  *   the caller holds (the expiry it wrote).
  * - `retryAfterAt`: when a delayed row becomes due. `destination`: a dead-letter group.
+ * - `deadLetterGroup`: the group whose rows the operator tools count as dead letters.
  * - `lastError`: a dead letter's last failure as text, written into its headers.
  * - `delayMicroseconds`: a delay the database adds to its own now (tables with `clock: 'database'`).
  * - `channel`: a Postgres notification channel (see `NotifyStatements`).
@@ -34,6 +35,7 @@ export type ParamName =
   | 'retryAfterAt'
   | 'delayMicroseconds'
   | 'destination'
+  | 'deadLetterGroup'
   | 'lastError'
   | 'channel'
   | 'key'

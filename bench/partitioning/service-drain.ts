@@ -1,5 +1,5 @@
 import { Broker, type BrokerStats } from '../../src/broker/broker.js';
-import type { SubscribeOptions } from '../../src/subscription/subscription-options.js';
+import type { SubscribeOptionsBase } from '../../src/subscription/subscription-options.js';
 import { BENCH_QUEUE_NAME } from './bench-table.js';
 import { DrainWatch, settlesWithin, type DrainMeasurement, type DrainRun } from './drain-watch.js';
 
@@ -9,7 +9,7 @@ const STOP_TIMEOUT_MS = 10_000;
 const CLOSE_GRACE_MS = 10_000;
 
 /** Subscription options beyond `workers` and `batch`, e.g. a setting of the lease form. */
-export type ExtraSubscribeOptions = Omit<SubscribeOptions<unknown>, 'workers' | 'batch'>;
+export type ExtraSubscribeOptions = Omit<SubscribeOptionsBase<unknown>, 'workers' | 'batch'>;
 
 /**
  * Drains the table with the service as a user runs it: one subscription with `workers` no-op

@@ -123,8 +123,18 @@ export function cliOperationsSuite(context: SuiteContext): void {
           [ids[1], 'plain text', 2],
         ]);
 
-        expect(await inspector.requeue({ ids: [ids[1]!, '999999'] })).toBe(1);
-        expect((await inspector.peek()).map((row) => [row.id, row.attempt, row.lockedUntil])).toEqual([[ids[1], 1, null]]);
+        // Dead letters that waited long: requeued, they are due from the requeue on.
+        const longAgo = stand.kind === 'sqlite' ? '2000-01-01T00:00:00.000+00:00' : '2000-01-01 00:00:00';
+        await context.db.exec(`UPDATE jobs_dead SET retry_after = '${longAgo}'`);
+        const notMoved: string[] = [];
+        const requeuedAt = Date.now();
+        expect(await inspector.requeue({ ids: [ids[1]!, '999999'], onNotMoved: (id) => notMoved.push(id) })).toBe(1);
+        expect(notMoved).toEqual(['999999']);
+        const requeued = await inspector.peek();
+        expect(requeued.map((row) => [row.id, row.attempt, row.lockedUntil, row.lastError])).toEqual([[ids[1], 1, null, null]]);
+        // Stored to the database's precision (whole seconds on some MySQL columns).
+        expect(requeued[0]!.retryAfter!.getTime()).toBeGreaterThanOrEqual(requeuedAt - 1_000);
+        expect((await inspector.inspect()).groups[0]).toMatchObject({ ready: 1, deadLettered: 1 });
         expect(await inspector.requeue({})).toBe(1);
         const after = await inspector.inspect();
         expect(after.deadLettered).toBe(0);
@@ -148,10 +158,14 @@ export function cliOperationsSuite(context: SuiteContext): void {
       const { broker, release } = await fillEveryState(context);
       const url = context.db.url!;
       const base = ['--database', url, '--table', 'jobs', '--dead-letter-group', 'dead'];
-      const [stats, peek, human] = await Promise.all([
+      const withoutFlag = ['--database', url, '--table', 'jobs'];
+      const [stats, peek, human, statsWithoutFlag, live, liveWithoutFlag] = await Promise.all([
         runCli(['stats', ...base, '--json']),
         runCli(['peek', ...base, '--dead-letters', '--json']),
         runCli(['stats', ...base]),
+        runCli(['stats', ...withoutFlag, '--json']),
+        runCli(['peek', ...base, '--json']),
+        runCli(['peek', ...withoutFlag, '--json']),
       ]);
       release();
       await broker.stop();
@@ -165,8 +179,27 @@ export function cliOperationsSuite(context: SuiteContext): void {
       expect(groupOf(inspection, 'waiting')!.oldestReadyAgeSeconds).toEqual(expect.any(Number));
       expect(groupOf(inspection, 'working')).toMatchObject({ ready: 0, delayed: 0, inWork: 1, processed: 0, total: 1 });
       expect(groupOf(inspection, 'finished')).toMatchObject({ ready: 0, inWork: 0, processed: 1, total: 1 });
-      expect(groupOf(inspection, 'dead')).toMatchObject({ deadLettered: 2, total: 2 });
+      // Dead letters are their own column: never ready, so no oldest-ready age to alert on.
+      expect(groupOf(inspection, 'dead')).toMatchObject({ ready: 0, delayed: 0, inWork: 0, deadLettered: 2, total: 2, oldestReadyAgeSeconds: null });
       expect(groupOf(inspection, 'failing')).toBeUndefined();
+      // Without --dead-letter-group the same: the dead-letter move marked each row with its last error.
+      expect(statsWithoutFlag.code).toBe(0);
+      const inspectionWithoutFlag = JSON.parse(statsWithoutFlag.stdout) as InspectionJson;
+      expect(inspectionWithoutFlag.deadLettered).toBe(2);
+      expect(groupOf(inspectionWithoutFlag, 'dead')).toMatchObject({ ready: 0, deadLettered: 2, oldestReadyAgeSeconds: null });
+      expect(groupOf(inspectionWithoutFlag, 'waiting')).toMatchObject({ ready: 2, delayed: 1, deadLettered: 0 });
+
+      // peek without --group shows the queues' own rows in claim order, the dead letters left out.
+      for (const result of [live, liveWithoutFlag]) {
+        expect(result.code).toBe(0);
+        const liveRows = JSON.parse(result.stdout) as { group: string; payload: unknown }[];
+        expect(liveRows.map((row) => [row.group, row.payload])).toEqual([
+          ['waiting', { n: 1 }],
+          ['waiting', { n: 2 }],
+          ['working', { n: 4 }],
+          ['waiting', { n: 3 }],
+        ]);
+      }
 
       expect(peek.code).toBe(0);
       const rows = JSON.parse(peek.stdout) as { group: string; payload: unknown; attempt: number }[];
@@ -183,40 +216,84 @@ export function cliOperationsSuite(context: SuiteContext): void {
       expect(human.stdout.includes('\u001b[')).toBe(false);
     });
 
-    it('requeue moves exactly the dead letters named, then all of them, attempt reset', async () => {
+    it('requeue moves exactly the dead letters named, then all of them: attempt reset, due now, last error gone', async () => {
       const { broker, release } = await fillEveryState(context);
       release();
       await broker.stop();
+      // Dead letters that waited long: a requeue must not leave them with their old retry time.
+      const longAgo = stand.kind === 'sqlite' ? '2000-01-01T00:00:00.000+00:00' : '2000-01-01 00:00:00';
+      await context.db.exec(`UPDATE jobs SET retry_after = '${longAgo}' WHERE queue = 'dead'`);
       const url = context.db.url!;
       const base = ['--database', url, '--table', 'jobs', '--dead-letter-group', 'dead'];
       const dead = JSON.parse((await runCli(['peek', ...base, '--dead-letters', '--json'])).stdout) as { id: string }[];
       expect(dead).toHaveLength(2);
 
-      const [neither, noDestination] = await Promise.all([
+      const [neither, noDestination, unused] = await Promise.all([
         runCli(['requeue', ...base]),
         runCli(['requeue', ...base, '--all']),
+        // "failing" has no rows left and the broker that read it has stopped: as a misspelt group would.
+        runCli(['requeue', ...base, '--all', '--to-group', 'failing']),
       ]);
       expect(neither.code).toBe(2);
       expect(neither.stderr).toMatch(/--id .* or --all/);
       expect(noDestination.code).toBe(2);
       expect(noDestination.stderr).toMatch(/--to-group/);
+      expect(unused.code).toBe(2);
+      expect(unused.stderr).toMatch(/group "failing" of table "jobs" has no rows, and no running broker reads it \(heartbeat table "tablequeue_brokers" cannot be read/);
+      expect(unused.stderr).toMatch(/run again with --yes to move them there anyway/);
+      expect(await countRows(context.db, 'jobs', "queue = 'dead'")).toBe(2);
 
-      const one = await runCli(['requeue', ...base, '--id', dead[0]!.id, '--to-group', 'failing']);
-      expect(one.stderr).toBe('');
-      expect(one.code).toBe(0);
+      const one = await runCli(['requeue', ...base, '--id', dead[0]!.id, '--id', '999999', '--to-group', 'failing', '--yes']);
+      expect(one.code).toBe(1);
       expect(one.stdout).toMatch(/moved 1 dead letter back to group "failing"/);
+      expect(one.stderr).toMatch(/not moved: 999999 is not a dead letter in group "dead"/);
       const moved = await context.db.query<{ id: unknown; queue: string; attempt: unknown }>('SELECT id, queue, attempt FROM jobs ORDER BY id');
       const byId = new Map(moved.map((row) => [String(row.id), row]));
       expect(byId.get(dead[0]!.id)).toMatchObject({ queue: 'failing' });
       expect(Number(byId.get(dead[0]!.id)!.attempt)).toBe(1);
       expect(byId.get(dead[1]!.id)).toMatchObject({ queue: 'dead' });
 
+      // Ready at once, its wait counted from the requeue, its last error gone with its death.
+      const [stats, requeued] = await Promise.all([
+        runCli(['stats', '--database', url, '--table', 'jobs', '--json']),
+        runCli(['peek', '--database', url, '--table', 'jobs', '--group', 'failing', '--json']),
+      ]);
+      const failing = groupOf(JSON.parse(stats.stdout) as InspectionJson, 'failing');
+      expect(failing).toMatchObject({ ready: 1, deadLettered: 0 });
+      expect(failing!.oldestReadyAgeSeconds).toBeLessThan(600);
+      expect(groupOf(JSON.parse(stats.stdout) as InspectionJson, 'dead')).toMatchObject({ ready: 0, deadLettered: 1 });
+      expect(JSON.parse(requeued.stdout)).toEqual([expect.objectContaining({ id: dead[0]!.id, lastError: null, headers: {} })]);
+
       const all = await runCli(['requeue', ...base, '--all', '--to-group', 'failing']);
+      expect(all.stderr).toBe('');
       expect(all.code).toBe(0);
       expect(all.stdout).toMatch(/moved 1 dead letter back/);
       expect(await countRows(context.db, 'jobs', "queue = 'dead'")).toBe(0);
       expect(await countRows(context.db, 'jobs', "queue = 'failing' AND attempt = 1")).toBe(2);
       expect(await countRows(context.db, 'jobs')).toBe(7);
+    });
+
+    it('requeue --to-group takes a group with no rows without --yes when a running broker reads it, by its heartbeat', async () => {
+      const { broker, release } = await fillEveryState(context);
+      release();
+      await broker.stop();
+      const reader = createBroker(context.db, context.brokers, { heartbeat: { table: 'tq_requeue_brokers', intervalMs: 1_000 } });
+      const handled = new Collector<unknown>();
+      reader.subscribe(jobsTable({ form: 'lease', mark: true }).queue('second-chance'), (message) => void handled.push(message.payload));
+      await reader.start();
+      const base = ['--database', context.db.url!, '--table', 'jobs', '--dead-letter-group', 'dead', '--to-group', 'second-chance', '--all'];
+      const [elsewhere, read] = [
+        await runCli(['requeue', ...base]),
+        await runCli(['requeue', ...base, '--heartbeat-table', 'tq_requeue_brokers']),
+      ];
+      expect(elsewhere.code).toBe(2);
+      expect(elsewhere.stderr).toMatch(/no running broker reads it/);
+      expect(read.stderr).toBe('');
+      expect(read.code).toBe(0);
+      expect(read.stdout).toMatch(/moved 2 dead letters back to group "second-chance"/);
+      await handled.waitFor(2);
+      await reader.stop();
+      expect(handled.items).toEqual(expect.arrayContaining([{ n: 6 }, { n: 7 }]));
     });
 
     it('purge refuses without --yes (exit 2, saying what it would delete) and deletes with it', async () => {

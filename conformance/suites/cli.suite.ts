@@ -35,7 +35,6 @@ export function cliSuite(context: SuiteContext): void {
         table: 'cli_jobs',
         id: 'id',
         group: 'queue',
-        priority: 'priority',
         retryAfter: 'retry_after',
         attempt: 'attempt',
         lockedUntil: 'locked_until',
@@ -50,6 +49,37 @@ export function cliSuite(context: SuiteContext): void {
       await seen.waitFor(1);
       await broker.stop();
       expect(seen.items).toEqual([{ made: 'by init' }]);
+    });
+
+    it('refuses a table that exists with exit code 1 naming --if-not-exists, which leaves it as it is', async () => {
+      const url = context.db.url!;
+      const created = await runCli(['init', '--database', url, '--table', 'cli_twice', '--lease']);
+      expect(created.code).toBe(0);
+      const [again, kept] = await Promise.all([
+        runCli(['init', '--database', url, '--table', 'cli_twice', '--lease']),
+        runCli(['init', '--database', url, '--table', 'cli_twice', '--lease', '--if-not-exists']),
+      ]);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toMatch(/table "cli_twice" already exists on .*; nothing was changed \(--if-not-exists leaves an existing table as it is and exits 0\)/);
+      expect(kept.stderr).toBe('');
+      expect(kept.code).toBe(0);
+      expect(kept.stdout).toMatch(/table "cli_twice" already exists on .*; left as it is/);
+    });
+
+    it('names the server as it reports itself: MariaDB as mariadb, whichever of mysql:// and mariadb:// the URL says', async () => {
+      const url = context.db.url!;
+      let urls = [url];
+      let server = /^postgres(ql)?:/.test(url) ? 'postgres at ' : 'sqlite file ';
+      if (/^(mysql|mariadb):/.test(url)) {
+        urls = ['mysql:', 'mariadb:'].map((scheme) => url.replace(/^[a-z]+:/, scheme));
+        const [row] = await context.db.query<{ version: string }>('SELECT VERSION() AS version');
+        server = /mariadb/i.test(String(row?.version)) ? 'mariadb at ' : 'mysql at ';
+      }
+      const results = await Promise.all(urls.map((database) => runCli(['stats', '--database', database, '--table', 'no_such_jobs'])));
+      for (const result of results) {
+        expect(result.code).toBe(1);
+        expect(result.stderr).toContain(`table "no_such_jobs" cannot be read on ${server}`);
+      }
     });
 
     if (stand.kind === 'sqlite') {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Outcome, type Message } from '../../src/index.js';
+import { HandlerError, Outcome, QueueError, type Message } from '../../src/index.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsTable } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
@@ -149,6 +149,13 @@ export function settleSuite(context: SuiteContext): void {
         expect(second! - first!).toBeGreaterThanOrEqual(140);
         expect(third! - second!).toBeGreaterThanOrEqual(290);
         expect(errors.items.map((error) => (error as Error).message)).toEqual(['boom 1', 'boom 2']);
+        // A QueueError like every report, holding exactly what the handler threw.
+        for (const error of errors.items) {
+          expect(error).toBeInstanceOf(HandlerError);
+          expect(error).toMatchObject({ code: 'HANDLER', subscription: 'jobs/emails', messageIds: [expect.any(String)] });
+          expect((error as HandlerError).cause).toBeInstanceOf(Error);
+          expect((error as HandlerError).cause).not.toBeInstanceOf(QueueError);
+        }
         expect(await countRows(context.db, 'jobs')).toBe(0);
       });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PoolExhaustedError, type Broker, type HandlerContext, type QueueTable, type SubscribeOptions } from '../../src/index.js';
+import { PoolExhaustedError, type Broker, type HandlerContext, type QueueTable, type SubscribeOptionsBase } from '../../src/index.js';
 import { Collector, createBroker, createTable, jobsTable } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 import { advisoryTable, sessionsHoldingKeys } from './advisory-tables.js';
@@ -8,7 +8,7 @@ import { advisoryTable, sessionsHoldingKeys } from './advisory-tables.js';
 interface HoldingForm {
   readonly name: string;
   readonly table: () => QueueTable;
-  readonly options: Partial<SubscribeOptions<unknown>>;
+  readonly options: Partial<SubscribeOptionsBase<unknown>>;
   /** Sessions the broker's deliveries and claims hold now, as the server shows them. */
   readonly held: (context: SuiteContext) => Promise<number>;
 }

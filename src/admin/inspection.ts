@@ -8,7 +8,7 @@
 export interface GroupCounts {
   /** The group's value; `null` on a table without a group column (the whole table is one queue). */
   readonly group: string | null;
-  /** Claimable now: not processed, not leased, retry time passed (or no retry time). */
+  /** Claimable now: not processed, not leased, retry time passed (or no retry time), not a dead letter. */
   readonly ready: number;
   /** Waiting for a retry time in the future. */
   readonly delayed: number;
@@ -25,9 +25,11 @@ export interface GroupCounts {
   /** Every row of the group, whatever its state. */
   readonly total?: number;
   /**
-   * Dead letters of this group: rows of the dead-letter table whose group is this one, or, for
-   * the dead-letter group itself, its unfinished rows (a move into a group overwrites the group
-   * the row came from, so no other group can tell its own). 0 without a dead-letter location.
+   * Dead letters, which count in no other state: unfinished rows whose headers carry the last
+   * error a dead-letter move wrote (`LAST_ERROR_HEADER`), every unfinished row of the
+   * dead-letter group when the inspector was told of one, and rows of the dead-letter table whose
+   * group is this one. A move into a group overwrites the group the row came from, so dead
+   * letters in a group count toward that group. Always set by `openQueueInspector`'s inspector.
    */
   readonly deadLettered?: number;
 }
@@ -37,7 +39,7 @@ export interface TableInspection {
   /** `schema.name` or `name`. */
   readonly table: string;
   readonly groups: readonly GroupCounts[];
-  /** Rows in the dead-letter group or table the inspector was told about; 0 when none. */
+  /** Every group's `deadLettered` summed. */
   readonly deadLettered: number;
   /** When the snapshot was read (host clock). */
   readonly readAt: Date;
@@ -66,12 +68,15 @@ export type DeadLetterLocation =
 
 export interface QueueInspector {
   inspect(): Promise<TableInspection>;
-  /** Up to `limit` rows (default 10) in claim order, optionally of one group or of the dead letters. */
+  /**
+   * Up to `limit` rows (default 10) in claim order: of one group, or the dead letters (which
+   * needs their location), or else every unfinished row that is not a dead letter.
+   */
   peek(options?: { group?: string; deadLetters?: boolean; limit?: number }): Promise<PeekedRow[]>;
   /**
    * Moves dead letters back to `toGroup` (a dead-letter group) or into the queue table (a
-   * dead-letter table), attempt reset, in one transaction. `ids` picks rows; without it, all.
-   * Returns how many moved.
+   * dead-letter table) in one transaction: attempt reset, due now, lease and last error cleared.
+   * `ids` picks rows; without it, all. Returns how many moved.
    */
   requeue(options: { ids?: readonly string[]; toGroup?: string }): Promise<number>;
   /** Deletes rows of one group, or every row without `group`, in one statement; returns how many. */

@@ -5,12 +5,13 @@ import {
   COUNT_COLUMNS,
   createInspectionStatements,
   type InspectionStatements,
+  type RequeueSteps,
 } from '../dialect/inspection-statements.js';
 import { LAST_ERROR_HEADER } from '../dialect/last-error-header.js';
 import { createDriver } from '../driver/create-driver.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { DeclarationError, SchemaError, StatementError, UnsupportedError } from '../errors.js';
-import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindStatement, type ParamValues } from '../statement.js';
 import { parseDeadLetterTable, createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
 import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from './inspection.js';
 
@@ -63,6 +64,8 @@ const DEFAULT_PEEK_LIMIT = 10;
 export interface RequeueProgress {
   /** Called after each row moved by id, with the rows done and the rows asked for. */
   readonly onProgress?: (doneCount: number, totalCount: number) => void;
+  /** Called for each id given that is not a dead letter, so nothing moved for it. */
+  readonly onNotMoved?: (id: string) => void;
 }
 
 /**
@@ -127,47 +130,57 @@ export class TableQueueInspector implements QueueInspector {
   async inspect(): Promise<TableInspection> {
     const { driver, statements, spec, deadLetter } = this.#parts;
     const readAt = new Date();
-    const rows = (await driver.execute(bindStatement(statements.counts(spec), { now: readAt }))).rows;
+    const deadLetterGroup = deadLetter?.location.kind === 'group' ? deadLetter.location.group : undefined;
+    const counts = statements.counts(spec, { deadLetterGroup: deadLetterGroup !== undefined });
+    const rows = (await driver.execute(bindStatement(counts, { now: readAt, deadLetterGroup }))).rows;
     const groups = rows.map((row) => groupCountsOf(row, spec, readAt));
-    if (deadLetter === undefined) return { table: spec.qualifiedName, groups, deadLettered: 0, readAt };
 
-    // Dead letters per group: a dead-letter table keeps the group each row came from; a
-    // dead-letter group is one group of its own whose unfinished rows are the dead letters.
-    const deadByGroup = new Map<string | null, number>();
-    if (deadLetter.tableSpec !== undefined) {
-      const counted = await driver.execute(bindStatement(statements.counts(deadLetter.tableSpec), { now: readAt }));
+    // A dead-letter table keeps the group each row came from: its rows count toward that group.
+    if (deadLetter?.tableSpec !== undefined) {
+      const deadByGroup = new Map<string | null, number>();
+      const counted = await driver.execute(bindStatement(statements.counts(deadLetter.tableSpec, { deadLetterGroup: false }), { now: readAt }));
       for (const row of counted.rows) {
         const group = spec.group === undefined ? null : String(row[COUNT_COLUMNS.group]);
         deadByGroup.set(group, Number(row[COUNT_COLUMNS.total]));
       }
-    } else if (deadLetter.location.kind === 'group') {
-      const group = deadLetter.location.group;
-      const counts = groups.find((candidate) => candidate.group === group);
-      deadByGroup.set(group, counts === undefined ? 0 : (counts.total ?? 0) - counts.processed);
+      for (const [index, counts] of groups.entries()) {
+        groups[index] = { ...counts, deadLettered: (counts.deadLettered ?? 0) + (deadByGroup.get(counts.group) ?? 0) };
+      }
+      for (const [group, count] of deadByGroup) {
+        if (count > 0 && !groups.some((counts) => counts.group === group)) groups.push(emptyGroup(group, count));
+      }
+      groups.sort((a, b) => String(a.group).localeCompare(String(b.group)));
     }
-    const withDead: GroupCounts[] = groups.map((counts) => ({ ...counts, deadLettered: deadByGroup.get(counts.group) ?? 0 }));
-    for (const [group, count] of deadByGroup) {
-      if (count > 0 && !groups.some((counts) => counts.group === group)) withDead.push(emptyGroup(group, count));
-    }
-    withDead.sort((a, b) => String(a.group).localeCompare(String(b.group)));
-    const deadLettered = [...deadByGroup.values()].reduce((sum, count) => sum + count, 0);
-    return { table: spec.qualifiedName, groups: withDead, deadLettered, readAt, deadLetter: deadLetter.location };
+    const deadLettered = groups.reduce((sum, counts) => sum + (counts.deadLettered ?? 0), 0);
+    return {
+      table: spec.qualifiedName,
+      groups,
+      deadLettered,
+      readAt,
+      ...(deadLetter === undefined ? {} : { deadLetter: deadLetter.location }),
+    };
   }
 
   async peek(options: { group?: string; deadLetters?: boolean; limit?: number } = {}): Promise<PeekedRow[]> {
-    const { driver, statements, spec, columns } = this.#parts;
+    const { driver, statements, spec, columns, deadLetter } = this.#parts;
     const limit = options.limit ?? DEFAULT_PEEK_LIMIT;
     if (!Number.isInteger(limit) || limit < 1) throw new DeclarationError(`peek limit must be a whole number of at least 1; got ${limit}`);
     let table = spec;
     let group = options.group;
     if (options.deadLetters === true) {
-      const deadLetter = this.#requireDeadLetter('peek at dead letters');
-      if (deadLetter.tableSpec !== undefined) table = deadLetter.tableSpec;
-      else if (deadLetter.location.kind === 'group') group = deadLetter.location.group;
+      const location = this.#requireDeadLetter('peek at dead letters');
+      if (location.tableSpec !== undefined) table = location.tableSpec;
+      else if (location.location.kind === 'group') group = location.location.group;
     }
     if (group !== undefined) this.#requireGroupColumn('peek by group');
-    const statement = statements.peek(table, columns, { byGroup: group !== undefined });
-    const result = await driver.execute(bindStatement(statement, { group, limit }));
+    // Without a group or the dead letters asked for, the queue's own rows: dead letters apart.
+    const deadLetterGroup = deadLetter?.location.kind === 'group' ? deadLetter.location.group : undefined;
+    const isLiveRows = group === undefined && options.deadLetters !== true;
+    const statement = statements.peek(table, columns, {
+      byGroup: group !== undefined,
+      ...(isLiveRows ? { withoutDeadLetters: { deadLetterGroup: deadLetterGroup !== undefined } } : {}),
+    });
+    const result = await driver.execute(bindStatement(statement, { group, limit, deadLetterGroup }));
     return result.rows.map((row) => peekedRowOf(row, table));
   }
 
@@ -178,22 +191,23 @@ export class TableQueueInspector implements QueueInspector {
     if (ids !== undefined && ids.length === 0) return 0;
     if (options.toGroup !== undefined) this.#requireGroupColumn('requeue into a group');
 
-    let steps: { statements: readonly Statement[]; countedIndex: number };
+    let steps: RequeueSteps;
     let values: ParamValues;
+    const now = new Date();
     if (deadLetter.target.kind === 'group') {
       if (options.toGroup === undefined) {
         throw new DeclarationError(
           `dead letters of table "${spec.qualifiedName}" are in group "${deadLetter.target.group}", which does not remember their queue; name the group to move them to (toGroup, --to-group)`,
         );
       }
-      steps = { statements: [statements.requeueFromGroup(spec, { byId: ids !== undefined })], countedIndex: 0 };
-      values = { destination: options.toGroup, group: deadLetter.target.group };
+      steps = statements.requeueFromGroup(spec, { byId: ids !== undefined });
+      values = { destination: options.toGroup, group: deadLetter.target.group, now };
     } else {
       steps = statements.requeueFromTable(spec, columns, deadLetter.target, {
         byId: ids !== undefined,
         toGroup: options.toGroup !== undefined,
       });
-      values = { destination: options.toGroup };
+      values = { destination: options.toGroup, now };
     }
     return this.#inTransaction(async (connection) => {
       const runSteps = async (stepValues: ParamValues): Promise<number> => {
@@ -207,7 +221,9 @@ export class TableQueueInspector implements QueueInspector {
       if (ids === undefined) return runSteps(values);
       let moved = 0;
       for (const [index, id] of ids.entries()) {
-        moved += await runSteps({ ...values, id });
+        const movedOfId = await runSteps({ ...values, id });
+        if (movedOfId === 0) options.onNotMoved?.(id);
+        moved += movedOfId;
         options.onProgress?.(index + 1, ids.length);
       }
       return moved;
@@ -263,7 +279,7 @@ export class TableQueueInspector implements QueueInspector {
   #requireGroupColumn(what: string): void {
     if (this.#parts.spec.group === undefined) {
       throw new DeclarationError(
-        `table "${this.#parts.spec.qualifiedName}" has no group column, so ${what} is not possible; name the column (columns.group, --group-column) if it has another name`,
+        `table "${this.#parts.spec.qualifiedName}" has no group column, so ${what} is not possible; name the column (columns.group, --column group=NAME) if it has another name`,
       );
     }
   }
@@ -328,7 +344,7 @@ function declarationFor(options: QueueInspectorOptions, columns: TableColumns): 
     throw new SchemaError({
       table: qualifiedName,
       statement: 'schema.probeColumns',
-      message: `table "${qualifiedName}" has no column "${INIT_COLUMN_NAMES.id}"; name its id column (columns.id, --id-column); found: ${columns.join(', ')}`,
+      message: `table "${qualifiedName}" has no column "${INIT_COLUMN_NAMES.id}"; name its id column (columns.id, --column id=NAME); found: ${columns.join(', ')}`,
     });
   }
   const declaration: TableDeclaration = { table: options.table, id, ...schemaOf(options.schema) };
@@ -388,6 +404,7 @@ function groupCountsOf(row: Record<string, unknown>, spec: TableSpec, readAt: Da
     delayed: Number(row[COUNT_COLUMNS.delayed]),
     inWork: Number(row[COUNT_COLUMNS.inWork]),
     processed: Number(row[COUNT_COLUMNS.processed]),
+    deadLettered: Number(row[COUNT_COLUMNS.deadLettered]),
     oldestReadyAgeSeconds:
       oldestReadyAt === null ? null : Math.max(0, Math.floor((readAt.getTime() - oldestReadyAt.getTime()) / 1000)),
     total: Number(row[COUNT_COLUMNS.total]),

@@ -4,7 +4,7 @@ import { Queue as QueueClass } from '../definition/define-table.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
 import { createDriver } from '../driver/create-driver.js';
-import { AlreadySubscribedError, ClosedError, DeclarationError, UnsupportedError } from '../errors.js';
+import { AlreadySubscribedError, ClosedError, DeclarationError, UnsupportedError, type QueueError } from '../errors.js';
 import type { PublishItem, PublishOptions } from '../publish/publish-options.js';
 import { Publisher } from '../publish/publisher.js';
 import { millisecondsFromZero } from '../option-checks.js';
@@ -28,6 +28,7 @@ import {
 import type { TableSpec } from '../table/table-spec.js';
 import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } from './broker-options.js';
 import { Heartbeat } from './heartbeat.js';
+import { reportedError } from './reported-error.js';
 import { NotifyListener, type ListenerStats, type NotifyListenerOptions } from './notify-listener.js';
 import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
 import { Observability } from '../observability/observability.js';
@@ -59,7 +60,11 @@ export interface BrokerStats {
 type ListenSupport = Pick<NotifyListenerOptions, 'statements' | 'openSession'>;
 
 export interface BrokerEvents {
-  error: [error: unknown, detail: Record<string, unknown>];
+  /**
+   * Everything that went wrong while the broker ran, always a `QueueError`: a handler's throw
+   * arrives as a `HandlerError` whose `cause` is what the handler threw (see `reportedError`).
+   */
+  error: [error: QueueError, detail: Record<string, unknown>];
   warning: [message: string];
 }
 
@@ -160,6 +165,11 @@ export class Broker extends EventEmitter<BrokerEvents> {
    * claim; it is not taken from the pool and counts toward `connectionLimit`.
    */
   async start(): Promise<void> {
+    if (this.#state === 'stopping' || this.#state === 'stopped') {
+      throw new DeclarationError(
+        'broker.start(): this broker has stopped (stop() was called, or start() failed) and does not start again; create a new Broker, with its subscriptions, to run again',
+      );
+    }
     if (this.#state !== 'new') {
       throw new DeclarationError(`broker.start() was already called (the broker is ${this.#state})`);
     }
@@ -469,7 +479,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
 
   #reportError(error: unknown, detail: Record<string, unknown>): void {
     if (this.listenerCount('error') > 0) {
-      this.emit('error', error, detail);
+      this.emit('error', reportedError(error, detail), detail);
       return;
     }
     const message = error instanceof Error ? error.message : String(error);

@@ -1,8 +1,13 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { initDeclaration } from './init-command.js';
 
 const CLI = fileURLToPath(new URL('./cli.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Runs the command with `environment` added to this process's, less any DATABASE_URL of the machine's own. */
 function runCli(args: string[], environment: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -91,5 +96,94 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
     expect(both.code).toBe(2);
     expect(neither.code).toBe(2);
     expect(neither.stderr).toMatch(/--id \(repeatable\) or --all/);
+  });
+
+  it('exits 2, the usage code, on peek --dead-letters without saying where the dead letters are', async () => {
+    const result = await runCli(['peek', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--dead-letters']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/peek --dead-letters needs to know where the dead letters are: --dead-letter-group NAME or --dead-letter-table NAME/);
+  });
+});
+
+describe('tablequeue init', () => {
+  it("--lease makes the README Quickstart's table", () => {
+    const quickstart = readFileSync(join(ROOT, 'examples', 'quickstart.ts'), 'utf8');
+    const declared = /defineTable\(\{([^}]*)\}\)/.exec(quickstart)?.[1];
+    expect(declared).toBeDefined();
+    const roles = Object.fromEntries([...declared!.matchAll(/(\w+): '([^']+)'/g)].map(([, role, column]) => [role, column]));
+    expect(initDeclaration({ table: roles['table']!, lease: true })).toEqual(roles);
+  });
+});
+
+describe('tablequeue init and stats on an SQLite file', { timeout: 60_000 }, () => {
+  const folder = mkdtempSync(join(tmpdir(), 'tablequeue-cli-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it('refuses a table that exists with exit code 1, and --if-not-exists leaves it as it is', async () => {
+    const url = `sqlite:${join(folder, 'twice.db')}`;
+    const first = await runCli(['init', '--database', url, '--table', 'jobs', '--lease']);
+    expect(first.stderr).toBe('');
+    expect(first.stdout).toMatch(/created jobs \(2 statements\)/);
+    const [again, kept, otherLayout] = await Promise.all([
+      runCli(['init', '--database', url, '--table', 'jobs', '--lease']),
+      runCli(['init', '--database', url, '--table', 'jobs', '--lease', '--if-not-exists']),
+      runCli(['init', '--database', url, '--table', 'jobs', '--lease', '--mark', '--if-not-exists']),
+    ]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/table "jobs" already exists on sqlite file .*twice\.db; nothing was changed \(--if-not-exists leaves an existing table as it is and exits 0\)/);
+    expect(kept.stderr).toBe('');
+    expect(kept.code).toBe(0);
+    expect(kept.stdout).toMatch(/table "jobs" already exists on sqlite file .*; left as it is/);
+    expect(otherLayout.code).toBe(0);
+    expect(otherLayout.stdout).toMatch(/already exists on .* without "processed_at", which these flags would add; left as it is/);
+  });
+
+  /** Starts `stats --watch` and resolves once two snapshots are out; `exited` is its exit code, or the signal that ended it. */
+  function watchStats(command: string, args: string[], environment: Record<string, string> = {}) {
+    const child = spawn(command, args, { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...environment } });
+    const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const snapshots = new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (stdout.split('\n').filter((line) => line.startsWith('{')).length >= 2) resolve();
+      });
+      void exited.then(() => reject(new Error(`stats --watch exited before two snapshots: ${stderr}`)));
+    });
+    return { child, exited, snapshots };
+  }
+
+  it('stats --watch exits 0 on Ctrl-C when the signal comes again while it closes, as from a wrapper that passes it on', async () => {
+    const url = `sqlite:${join(folder, 'watch.db')}`;
+    expect((await runCli(['init', '--database', url, '--table', 'jobs', '--lease'])).code).toBe(0);
+    const watch = watchStats(process.execPath, ['--import', 'tsx', CLI, 'stats', '--database', url, '--table', 'jobs', '--watch', '0.1', '--json']);
+    await watch.snapshots;
+    watch.child.kill('SIGINT');
+    // npm passes the terminal's Ctrl-C on to its child, which already had it from the terminal:
+    // the second comes a moment after the first, while the command closes.
+    const again = setTimeout(() => watch.child.kill('SIGINT'), 1);
+    try {
+      expect(await watch.exited).toBe(0);
+    } finally {
+      clearTimeout(again);
+    }
+  });
+
+  it('stats --watch through npx exits 0 on a Ctrl-C to its whole process group (npm running its commands with bash)', async () => {
+    const url = `sqlite:${join(folder, 'npx.db')}`;
+    expect((await runCli(['init', '--database', url, '--table', 'jobs', '--lease'])).code).toBe(0);
+    // Node itself with tsx's loader, as the installed command runs: the tsx command line would put
+    // a signal relay of its own in between.
+    const watch = watchStats('npx', ['--no-install', 'node', '--import', 'tsx', CLI, 'stats', '--database', url, '--table', 'jobs', '--watch', '0.1', '--json'], {
+      npm_config_script_shell: 'bash',
+      npm_config_update_notifier: 'false',
+    });
+    await watch.snapshots;
+    process.kill(-watch.child.pid!, 'SIGINT');
+    expect(await watch.exited).toBe(0);
   });
 });

@@ -24,8 +24,9 @@ run "tablequeue <command> --help" for a command's options; a command that opens 
 takes --database URL, or reads the URL from $DATABASE_URL (or the variable --database-env names),
 which keeps a password out of the process list
 
-exit codes: 0 done, 1 failed (database unreachable, table missing, statement failed),
-2 bad usage (unknown command or flag, missing flag, purge without --yes)`;
+exit codes: 0 done, 1 failed (database unreachable, table missing, statement failed, requeue
+ids that are not dead letters), 2 bad usage (unknown command or flag, missing flag, purge without
+--yes, requeue into a group nothing uses without --yes)`;
 
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   init: runInitCommand,

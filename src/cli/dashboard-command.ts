@@ -7,7 +7,8 @@ import {
 } from '../dashboard/dashboard.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
 import { checkAllowedHosts } from '../internal/host-allow-list.js';
-import { DATABASE_FLAGS_HELP, INSPECTOR_FLAGS, inspectorOptionsOf } from './inspector-flags.js';
+import { DASHBOARD_FLAGS } from './command-flags.js';
+import { DATABASE_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { printable } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
@@ -41,16 +42,7 @@ ${DATABASE_FLAGS_HELP}
 export async function runDashboardCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: {
-      ...INSPECTOR_FLAGS,
-      table: { type: 'string', multiple: true },
-      'heartbeat-table': { type: 'string' },
-      'allow-actions': { type: 'boolean' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'allowed-host': { type: 'string', multiple: true },
-      'refresh-ms': { type: 'string' },
-    },
+    options: DASHBOARD_FLAGS,
     strict: true,
   });
   if (values.help) {

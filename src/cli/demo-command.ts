@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { DEMO_FLAGS } from './command-flags.js';
 import { runDemo } from './demo.js';
 import { positiveInteger } from './usage-error.js';
 
@@ -11,12 +12,7 @@ const DEMO_USAGE = `usage: tablequeue demo [--file PATH] [--messages N] [--worke
 export async function runDemoCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: {
-      file: { type: 'string' },
-      messages: { type: 'string' },
-      workers: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: DEMO_FLAGS,
     strict: true,
   });
   if (values.help) {

@@ -2,71 +2,79 @@ import { parseArgs } from 'node:util';
 import { openDialect } from '../broker/open-dialect.js';
 import { defineTable } from '../definition/define-table.js';
 import type { DdlDialectName } from '../definition/define-table.js';
+import type { Dialect } from '../dialect/dialect.js';
 import { checkMysqlServerVersion } from '../dialect/mysql/mysql-dialect.js';
 import { createDriver } from '../driver/create-driver.js';
 import type { Driver } from '../driver/driver.js';
 import { parseDatabaseUrl } from '../driver/database-url.js';
 import { bindStatement } from '../statement.js';
-import type { TableDeclaration } from '../table/table-spec.js';
-import { DATABASE_FLAGS, DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
+import { SchemaError, StatementError } from '../errors.js';
+import type { TableDeclaration, TableSpec } from '../table/table-spec.js';
+import { INIT_FLAGS } from './command-flags.js';
+import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
 import { UsageError } from './usage-error.js';
 
 const INIT_USAGE = `usage: tablequeue init --database URL --table NAME [options]
 
 Creates a queue table and its claim-order index. The default layout has an id, a queue (group)
-column, priority, retry_after, attempt, headers and payload; the options change it.
+column, retry_after, attempt, headers and payload; with --lease it is the README Quickstart's.
+The options change it.
 
 ${DATABASE_FLAGS_HELP}
   --table NAME              the table to create
   --schema NAME             the schema (PostgreSQL) or database (MySQL) it goes in
   --lease                   add locked_until: the lease form (required on SQLite)
   --mark                    add processed_at: ack marks rows instead of deleting them
+  --priority                add priority: smaller first
   --fifo                    make the queue column a FIFO group column
   --partition-key           add a partition_key column for keyed lanes
   --no-group                no queue column: the whole table is one queue
   --row-mode                no payload column: handlers receive the row
+  --if-not-exists           leave a table of that name as it is (exit 0); without it an existing
+                            table is an error (exit 1) and nothing changes
   --print                   print the SQL instead of running it (needs only the URL's scheme:
                             mysql:// prints MySQL's spelling, mariadb:// MariaDB's)
   -h, --help                this help`;
 
+/** The flags that shape the table. */
+export interface InitLayoutFlags {
+  readonly table: string;
+  readonly schema?: string | undefined;
+  readonly lease?: boolean | undefined;
+  readonly mark?: boolean | undefined;
+  readonly priority?: boolean | undefined;
+  readonly fifo?: boolean | undefined;
+  readonly 'partition-key'?: boolean | undefined;
+  readonly 'no-group'?: boolean | undefined;
+  readonly 'row-mode'?: boolean | undefined;
+}
+
+/** The table `init` creates for these flags, as a `defineTable` declaration. */
+export function initDeclaration(flags: InitLayoutFlags): TableDeclaration {
+  if (flags.fifo === true && flags['no-group'] === true) throw new UsageError('--fifo needs the queue column; drop --no-group');
+  const declaration: TableDeclaration = { table: flags.table, id: 'id' };
+  if (flags.schema !== undefined) declaration.schema = flags.schema;
+  if (flags['no-group'] !== true) declaration.group = flags.fifo === true ? { column: 'queue', fifo: true } : 'queue';
+  if (flags.priority === true) declaration.priority = 'priority';
+  if (flags['partition-key'] === true) declaration.partitionKey = 'partition_key';
+  declaration.retryAfter = 'retry_after';
+  declaration.attempt = 'attempt';
+  if (flags.mark === true) declaration.processedAt = 'processed_at';
+  if (flags.lease === true) declaration.lockedUntil = 'locked_until';
+  declaration.headers = 'headers';
+  if (flags['row-mode'] !== true) declaration.payload = 'payload';
+  return declaration;
+}
+
 export async function runInitCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      ...DATABASE_FLAGS,
-      table: { type: 'string' },
-      schema: { type: 'string' },
-      lease: { type: 'boolean' },
-      mark: { type: 'boolean' },
-      fifo: { type: 'boolean' },
-      'partition-key': { type: 'boolean' },
-      'no-group': { type: 'boolean' },
-      'row-mode': { type: 'boolean' },
-      print: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-  });
+  const { values } = parseArgs({ args, options: INIT_FLAGS, strict: true });
   if (values.help) {
     console.log(INIT_USAGE);
     return 0;
   }
   const database = databaseUrlOf('init', values, INIT_USAGE);
   if (values.table === undefined) throw new UsageError(`init needs --table\n\n${INIT_USAGE}`);
-  if (values.fifo && values['no-group']) throw new UsageError('--fifo needs the queue column; drop --no-group');
-
-  const declaration: TableDeclaration = { table: values.table, id: 'id' };
-  if (values.schema !== undefined) declaration.schema = values.schema;
-  if (!values['no-group']) declaration.group = values.fifo ? { column: 'queue', fifo: true } : 'queue';
-  declaration.priority = 'priority';
-  if (values['partition-key']) declaration.partitionKey = 'partition_key';
-  declaration.retryAfter = 'retry_after';
-  declaration.attempt = 'attempt';
-  if (values.mark) declaration.processedAt = 'processed_at';
-  if (values.lease) declaration.lockedUntil = 'locked_until';
-  declaration.headers = 'headers';
-  if (!values['row-mode']) declaration.payload = 'payload';
-
+  const declaration = initDeclaration({ ...values, table: values.table });
   const table = defineTable(declaration);
   if (values.print) {
     console.log(`${table.createTableSql(ddlDialectOf(database)).join(';\n\n')};`);
@@ -74,25 +82,57 @@ export async function runInitCommand(args: string[]): Promise<number> {
   }
   const driver = createDriver(database);
   await driver.open();
-  let statementCount: number;
   try {
     // The server, not the URL's scheme, says MySQL or MariaDB: a mysql:// URL reaches either,
     // and their DDL differs (collations MariaDB does not have, say).
-    const statements = table.createTableSql(await ddlDialectOfServer(driver));
+    const dialect = await openDialect(driver);
+    const ddlDialect = await ddlDialectOfServer(driver, dialect);
+    const existing = await existingColumns(driver, dialect, table.spec);
+    if (existing !== undefined) {
+      const missing = tableColumns(table.spec).filter((column) => !existing.includes(column));
+      const found = `table "${table.spec.qualifiedName}" already exists on ${driver.description}${
+        missing.length === 0 ? '' : ` without ${missing.map((column) => `"${column}"`).join(', ')}, which these flags would add`
+      }`;
+      if (values['if-not-exists'] !== true) {
+        throw new SchemaError({
+          table: table.spec.qualifiedName,
+          statement: 'init.createTable',
+          message: `${found}; nothing was changed (--if-not-exists leaves an existing table as it is and exits 0)`,
+        });
+      }
+      console.log(`${found}; left as it is`);
+      return 0;
+    }
+    const statements = table.createTableSql(ddlDialect);
     for (const [index, sql] of statements.entries()) {
       await driver.execute({ name: `init.${index === 0 ? 'createTable' : 'createIndex'}`, sql, values: [] });
     }
-    statementCount = statements.length;
+    console.log(`created ${table.spec.qualifiedName} (${statements.length} statements)`);
+    return 0;
   } finally {
     await driver.close();
   }
-  console.log(`created ${declaration.schema === undefined ? '' : `${declaration.schema}.`}${values.table} (${statementCount} statements)`);
-  return 0;
 }
 
-/** The server's own flavour, its version checked against the floors as a broker's start does. */
-async function ddlDialectOfServer(driver: Driver): Promise<DdlDialectName> {
-  const dialect = await openDialect(driver);
+/** The table's columns when it exists; undefined when it cannot be read (a create then says why). */
+async function existingColumns(driver: Driver, dialect: Dialect, spec: TableSpec): Promise<readonly string[] | undefined> {
+  const probe = dialect.schema.probeColumns(spec);
+  try {
+    return (await driver.execute(bindStatement(probe, {}))).columns;
+  } catch (error) {
+    if (error instanceof StatementError) return undefined;
+    throw error;
+  }
+}
+
+/** Every column the declaration names. */
+function tableColumns(spec: TableSpec): string[] {
+  const roles = [spec.group?.column, spec.priority, spec.partitionKey, spec.retryAfter, spec.attempt, spec.processedAt, spec.lockedUntil, spec.headers, spec.payload];
+  return [spec.id.column, ...roles.filter((column): column is string => column !== undefined)];
+}
+
+/** The server's own flavour (the dialect checked its version against the floors, as a broker's start does). */
+async function ddlDialectOfServer(driver: Driver, dialect: Dialect): Promise<DdlDialectName> {
   if (dialect.name !== 'mysql') return dialect.name;
   const result = await driver.execute(bindStatement(dialect.session.serverVersion(), {}));
   return checkMysqlServerVersion(String(result.rows[0]?.['version'] ?? '')).flavor;

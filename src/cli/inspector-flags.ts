@@ -71,7 +71,8 @@ export const INSPECTOR_FLAGS_HELP = `${DATABASE_FLAGS_HELP}
                             headers or payload; NAME "-" says the table has none
   -h, --help                this help`;
 
-const ROLES: readonly (keyof InspectorColumnNames)[] = [
+/** The roles `--column ROLE=NAME` takes. */
+export const COLUMN_ROLES: readonly (keyof InspectorColumnNames)[] = [
   'id',
   'group',
   'priority',
@@ -105,8 +106,8 @@ export function inspectorOptionsOf(command: string, values: InspectorFlagValues,
   for (const assignment of values.column ?? []) {
     const match = /^([A-Za-z]+)=(.+)$/.exec(assignment);
     const role = match?.[1] as keyof InspectorColumnNames | undefined;
-    if (match === null || role === undefined || !ROLES.includes(role)) {
-      throw new UsageError(`--column takes ROLE=NAME with ROLE one of ${ROLES.join(', ')}; got "${assignment}"`);
+    if (match === null || role === undefined || !COLUMN_ROLES.includes(role)) {
+      throw new UsageError(`--column takes ROLE=NAME with ROLE one of ${COLUMN_ROLES.join(', ')}; got "${assignment}"`);
     }
     if (role === 'id' && match[2] === '-') throw new UsageError('every queue table has an id column; name it with --column id=NAME');
     columns[role] = match[2] === '-' ? null : match[2]!;

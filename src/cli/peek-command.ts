@@ -1,17 +1,21 @@
 import { parseArgs } from 'node:util';
 import type { PeekedRow } from '../admin/inspection.js';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
-import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { PEEK_FLAGS } from './command-flags.js';
+import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { formatTable, jsonForTerminal, paintFor, printable, type Paint } from './terminal-output.js';
-import { positiveInteger } from './usage-error.js';
+import { positiveInteger, UsageError } from './usage-error.js';
 
 const PEEK_USAGE = `usage: tablequeue peek --database URL --table NAME [options]
 
 Shows the next unfinished rows in claim order, payloads decoded (JSON when it parses, else text).
+Without --group or --dead-letters, dead letters are left out: rows a dead-letter move marked with
+their last error, and the rows of --dead-letter-group.
 
 ${INSPECTOR_FLAGS_HELP}
   --group NAME              only this group
-  --dead-letters            the dead letters instead (needs --dead-letter-group or --dead-letter-table)
+  --dead-letters            the dead letters instead (needs --dead-letter-group or --dead-letter-table;
+                            without one it exits 2)
   --limit N                 how many rows (default 10)
   --json                    one JSON array of the rows`;
 
@@ -20,13 +24,7 @@ const PAYLOAD_PREVIEW_CHARACTERS = 60;
 export async function runPeekCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: {
-      ...INSPECTOR_FLAGS,
-      group: { type: 'string' },
-      'dead-letters': { type: 'boolean' },
-      limit: { type: 'string' },
-      json: { type: 'boolean' },
-    },
+    options: PEEK_FLAGS,
     strict: true,
   });
   if (values.help) {
@@ -34,6 +32,9 @@ export async function runPeekCommand(args: string[]): Promise<number> {
     return 0;
   }
   const options = inspectorOptionsOf('peek', values, PEEK_USAGE);
+  if (values['dead-letters'] === true && options.deadLetter === undefined) {
+    throw new UsageError('peek --dead-letters needs to know where the dead letters are: --dead-letter-group NAME or --dead-letter-table NAME');
+  }
   const limit = positiveInteger(values.limit ?? '10', '--limit');
   const inspector = await openQueueInspector(options);
   try {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
-import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { PURGE_FLAGS } from './command-flags.js';
+import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { formatCount, printable } from './terminal-output.js';
 
 const PURGE_USAGE = `usage: tablequeue purge --database URL --table NAME [--group NAME] --yes
@@ -15,7 +16,7 @@ ${INSPECTOR_FLAGS_HELP}
 export async function runPurgeCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { ...INSPECTOR_FLAGS, group: { type: 'string' }, yes: { type: 'boolean' } },
+    options: PURGE_FLAGS,
     strict: true,
   });
   if (values.help) {

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import type { GroupCounts, TableInspection } from '../admin/inspection.js';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
-import { INSPECTOR_FLAGS, INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { STATS_FLAGS } from './command-flags.js';
+import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { formatAge, formatCount, formatTable, jsonForTerminal, paintFor, printable, type OutputStream, type Paint } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
@@ -11,7 +12,9 @@ const STATS_USAGE = `usage: tablequeue stats --database URL --table NAME [option
 Per group (queue) of the table: rows ready now, delayed (retry time in the future), in work
 (holding a live lease; row lock claims in progress are not visible without locking rows),
 processed (tables that mark instead of deleting), dead-lettered, and the age of the oldest ready
-row (since its retry time).
+row (since its retry time). A dead letter counts only as dead-lettered: a row whose headers carry
+the last error a dead-letter move wrote, any row of --dead-letter-group, or a row of
+--dead-letter-table (counted in the group it came from).
 
 ${INSPECTOR_FLAGS_HELP}
   --watch [SECONDS]         print again every SECONDS (default 2) until Ctrl-C, which exits 0
@@ -22,7 +25,7 @@ const DEFAULT_WATCH_SECONDS = 2;
 export async function runStatsCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args: withWatchValue(args),
-    options: { ...INSPECTOR_FLAGS, watch: { type: 'string' }, json: { type: 'boolean' } },
+    options: STATS_FLAGS,
     strict: true,
   });
   if (values.help) {
@@ -41,32 +44,32 @@ export async function runStatsCommand(args: string[]): Promise<number> {
       return 0;
     }
     const stop = new AbortController();
+    // Kept until the process exits: a wrapper that passes Ctrl-C on (npm) sends SIGINT a second
+    // time, which would otherwise end the process by the signal (exit 130) while it closes. A
+    // signal listener does not keep the process alive.
     const onSignal = () => stop.abort();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    try {
-      let linesDrawn = 0;
-      while (!stop.signal.aborted) {
-        const inspection = await inspector.inspect();
-        if (values.json) {
-          out.write(`${jsonForTerminal(inspectionJson(inspection))}\n`);
-        } else {
-          const lines = renderInspection(inspection, paint);
-          // On a terminal the snapshot replaces the last one; elsewhere snapshots follow each other.
-          if (out.isTTY === true && linesDrawn > 0) out.write(`\u001b[${linesDrawn}F\u001b[0J`);
-          out.write(`${lines.join('\n')}\n${out.isTTY === true ? '' : '\n'}`);
-          linesDrawn = lines.length;
-        }
-        await abortableSleep(watchMs, stop.signal);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    let linesDrawn = 0;
+    while (!stop.signal.aborted) {
+      const inspection = await inspector.inspect();
+      if (values.json) {
+        out.write(`${jsonForTerminal(inspectionJson(inspection))}\n`);
+      } else {
+        const lines = renderInspection(inspection, paint);
+        // On a terminal the snapshot replaces the last one; elsewhere snapshots follow each other.
+        if (out.isTTY === true && linesDrawn > 0) out.write(`\u001b[${linesDrawn}F\u001b[0J`);
+        out.write(`${lines.join('\n')}\n${out.isTTY === true ? '' : '\n'}`);
+        linesDrawn = lines.length;
       }
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      await abortableSleep(watchMs, stop.signal);
     }
-    return 0;
   } finally {
     await inspector.close();
   }
+  // Ended by Ctrl-C, closed, every snapshot written: exit now. Left to end by itself, Node would
+  // first take its signal handlers down, and a SIGINT passed on late would land then.
+  process.exit(0);
 }
 
 /** `--watch` takes an optional value: a bare `--watch` gets the default. */

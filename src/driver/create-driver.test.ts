@@ -26,7 +26,7 @@ describe('createDriver', () => {
   it.each([
     ['postgres://u@h:5433/db', 'postgres', 'postgres at h:5433'],
     ['mysql://u@h/db', 'mysql', 'mysql at h:3306'],
-    ['mariadb://u@h:3307/db', 'mysql', 'mysql at h:3307'],
+    ['mariadb://u@h:3307/db', 'mysql', 'mariadb at h:3307'],
     ['sqlite:./queue.db', 'sqlite', 'sqlite file ./queue.db'],
     ['sqlite::memory:', 'sqlite', 'sqlite in memory'],
   ])('opens nothing for %s until open(), and owns the pool it will open', (url, kind, description) => {

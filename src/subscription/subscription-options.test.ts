@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { DeclarationError } from '../errors.js';
 import { resolveSubscribeOptions, type SubscribeOptions } from './subscription-options.js';
 
@@ -34,6 +34,23 @@ describe('resolveSubscribeOptions', () => {
     expect(
       resolveSubscribeOptions({ onThreads: { threads: 2, byKey: true, module: './handler.js' } }, defaults, 'here'),
     ).toMatchObject({ workers: 2, isKeyed: true, onThreads: { threads: 2, connections: 1, export: 'default' } });
+  });
+
+  it('makes maxAttempts without deadLetter, or deadLetter without maxAttempts, a type error too', () => {
+    // Checked by the typecheck, which covers this file: each line below fails to compile without its directive.
+    // @ts-expect-error maxAttempts needs deadLetter
+    const withoutDeadLetter: SubscribeOptions = { workers: 2, maxAttempts: 3 };
+    // @ts-expect-error deadLetter needs maxAttempts
+    const withoutMaxAttempts: SubscribeOptions = { deadLetter: 'failed' };
+    const both: SubscribeOptions = { workers: 2, maxAttempts: 3, deadLetter: 'failed' };
+    const neither: SubscribeOptions = { workers: 2 };
+    expectTypeOf<{ maxAttempts: number }>().not.toMatchTypeOf<SubscribeOptions>();
+    expectTypeOf<{ maxAttempts: number; deadLetter: string }>().toMatchTypeOf<SubscribeOptions>();
+    // Code the types do not check still gets the DeclarationError.
+    expect(refusal(withoutDeadLetter)).toMatch(/maxAttempts and deadLetter come together/);
+    expect(refusal(withoutMaxAttempts)).toMatch(/maxAttempts and deadLetter come together/);
+    expect(resolveSubscribeOptions(both, defaults, 'here')).toMatchObject({ maxAttempts: 3, deadLetter: 'failed' });
+    expect(resolveSubscribeOptions(neither, defaults, 'here')).toMatchObject({ maxAttempts: undefined, deadLetter: undefined });
   });
 
   it.each([

@@ -56,7 +56,8 @@ export type Decoder<Payload> =
 /** What happens to a row whose payload does not decode. */
 export type DecodeFailurePolicy = 'drop' | 'retry' | { readonly retryAfterMs: number };
 
-export interface SubscribeOptions<Payload = unknown> {
+/** What every subscription takes; `SubscribeOptions` adds the dead-letter pair. */
+export interface SubscribeOptionsBase<Payload = unknown> {
   /** Deliveries in work at once. Default 1. */
   workers?: number;
   /** Sequential lanes by partition key (WP-10), instead of `workers`. */
@@ -94,10 +95,6 @@ export interface SubscribeOptions<Payload = unknown> {
   decode?: Decoder<Payload>;
   /** Default `'drop'`. */
   onDecodeFailure?: DecodeFailurePolicy;
-  /** With `deadLetter`: the delivery that would retry at this attempt moves to the dead letter instead. */
-  maxAttempts?: number;
-  /** A group (on a grouped table) or a table (`name` or `schema.name`) with the same columns. */
-  deadLetter?: string;
   /** The growing delay after a handler throws: `initialMs * 2^(attempt-1)` with jitter, capped at `maxMs`. */
   retryBackoff?: { initialMs?: number; maxMs?: number };
   /**
@@ -106,6 +103,22 @@ export interface SubscribeOptions<Payload = unknown> {
    */
   dedupe?: { readonly table: string; readonly schema?: string | undefined };
 }
+
+/**
+ * `maxAttempts` and `deadLetter` come together or not at all: a row that may not be retried
+ * needs somewhere to go. Declaring one without the other is a type error here, and a
+ * `DeclarationError` at `subscribe()` for code the types do not check.
+ */
+export type DeadLetterOptions =
+  | {
+      /** The delivery that would retry at this attempt moves to `deadLetter` instead. */
+      maxAttempts: number;
+      /** A group (on a grouped table) or a table (`name` or `schema.name`) with the same columns. */
+      deadLetter: string;
+    }
+  | { maxAttempts?: undefined; deadLetter?: undefined };
+
+export type SubscribeOptions<Payload = unknown> = SubscribeOptionsBase<Payload> & DeadLetterOptions;
 
 export interface ResolvedSubscribeOptions {
   /** Workers, lanes or threads: the deliveries in work at once. */

@@ -49,12 +49,16 @@ const READ_OPTIONS = { timezone: 'Z', supportBigNumbers: true, bigNumberStrings:
  */
 export class Mysql2Driver implements Driver {
   readonly kind = DATABASE;
-  readonly description: string;
   readonly ownsPool: boolean;
   readonly poolIdentity: object;
   readonly #options: { readonly url: MysqlUrl; readonly poolSize: number } | { readonly pool: Mysql2PoolLike };
   readonly #acquireTimeoutMs: number;
   readonly #address: { readonly host: string; readonly port: number };
+  /**
+   * What messages call the server: the URL's scheme until the server answers, then what its
+   * version says (a mysql:// URL reaches MariaDB too); `mysql` for a service's pool until then.
+   */
+  #server: 'mysql' | 'mariadb';
   readonly #ledger = new PoolLedger();
   readonly #gate: PoolGate;
   /** Connections lent and not yet ended, for `cancelRunning` and `close`. */
@@ -75,7 +79,11 @@ export class Mysql2Driver implements Driver {
     if (config !== undefined) assertFoundRows(config.clientFlags);
     this.#address =
       'url' in options ? options.url : { host: config?.host ?? 'localhost', port: config?.port ?? DEFAULT_PORT };
-    this.description = `mysql at ${this.#address.host}:${this.#address.port}`;
+    this.#server = 'url' in options ? options.url.flavor : 'mysql';
+  }
+
+  get description(): string {
+    return `${this.#server} at ${this.#address.host}:${this.#address.port}`;
   }
 
   async open(): Promise<void> {
@@ -83,7 +91,8 @@ export class Mysql2Driver implements Driver {
     const options = this.#options;
     const pool = 'pool' in options ? options.pool : (this.#pool ?? (await this.#openPool(options)));
     try {
-      await this.execute({ name: 'driver.open', sql: 'SELECT 1', values: [] });
+      const { rows } = await this.execute({ name: 'driver.open', sql: 'SELECT VERSION() AS version', values: [] });
+      this.#server = /mariadb/i.test(String(rows[0]?.['version'] ?? '')) ? 'mariadb' : 'mysql';
     } catch (error) {
       if (this.ownsPool) {
         this.#pool = undefined;
@@ -122,7 +131,7 @@ export class Mysql2Driver implements Driver {
       );
     }
     assertFoundRows(serviceConnection.config?.clientFlags);
-    return new Mysql2Connection(serviceConnection, undefined);
+    return new Mysql2Connection(serviceConnection, this.#server, undefined);
   }
 
   stats(): PoolStats {
@@ -212,7 +221,7 @@ export class Mysql2Driver implements Driver {
       gate.leave();
       throw this.#connectionError(error);
     });
-    const lent: Mysql2Connection = new Mysql2Connection(connection, this.#ledger, () => {
+    const lent: Mysql2Connection = new Mysql2Connection(connection, this.#server, this.#ledger, () => {
       this.#lent.delete(lent);
       gate.leave();
     });
@@ -242,7 +251,7 @@ export class Mysql2Driver implements Driver {
   #connectionError(error: unknown): ConnectionError {
     const host = `${this.#address.host}:${this.#address.port}`;
     const reason = error instanceof Error ? error.message : String(error);
-    return new ConnectionError({ host, message: `could not connect to mysql at ${host}: ${reason}`, cause: error });
+    return new ConnectionError({ host, message: `could not connect to ${this.#server} at ${host}: ${reason}`, cause: error });
   }
 }
 
@@ -251,15 +260,18 @@ class Mysql2Connection implements Connection {
   readonly #loan: ConnectionLoan;
   readonly #onError = (): void => this.#loan.markBroken();
 
-  /** Without a ledger the connection is the service's: it is neither counted nor ended here. */
-  constructor(connection: Mysql2ConnectionLike, ledger: PoolLedger | undefined, onEnded?: () => void) {
+  /**
+   * Without a ledger the connection is the service's: it is neither counted nor ended here.
+   * `server` names the server in error messages.
+   */
+  constructor(connection: Mysql2ConnectionLike, server: string, ledger: PoolLedger | undefined, onEnded?: () => void) {
     this.#connection = connection;
     const isLent = ledger !== undefined;
     if (isLent) connection.on('error', this.#onError);
     this.#loan = new ConnectionLoan({
       ledger,
-      database: DATABASE,
-      describeFailure,
+      database: server,
+      describeFailure: (error, statementName) => describeFailure(error, statementName, server),
       ...(onEnded === undefined ? {} : { onEnded }),
       ending: isLent
         ? {
@@ -356,7 +368,7 @@ function encodeValue(value: unknown): unknown {
   return value ?? null;
 }
 
-function describeFailure(error: unknown, statementName: string): StatementError {
+function describeFailure(error: unknown, statementName: string, server: string): StatementError {
   const fields = error as { sqlState?: unknown; errno?: unknown; fatal?: unknown } | undefined;
   // Only server errors carry a SQLSTATE; a socket error's errno is Node's, not MySQL's.
   const sqlState = typeof fields?.sqlState === 'string' ? fields.sqlState : undefined;
@@ -364,7 +376,7 @@ function describeFailure(error: unknown, statementName: string): StatementError 
   const isSessionLost = fields?.fatal === true && !sqlState?.startsWith('08');
   return new StatementError({
     statement: statementName,
-    database: DATABASE,
+    database: server,
     sqlState: isSessionLost ? COMMUNICATION_LINK_FAILURE : sqlState,
     errno,
     cause: error,

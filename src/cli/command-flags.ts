@@ -1,0 +1,71 @@
+import { DATABASE_FLAGS, INSPECTOR_FLAGS } from './inspector-flags.js';
+
+/**
+ * Every command's flags, in `parseArgs` form: what each command parses, and what every hint the
+ * command line prints may name (src/cli/cli-hints.test.ts checks each one against this table).
+ */
+export const INIT_FLAGS = {
+  ...DATABASE_FLAGS,
+  table: { type: 'string' },
+  schema: { type: 'string' },
+  lease: { type: 'boolean' },
+  mark: { type: 'boolean' },
+  fifo: { type: 'boolean' },
+  priority: { type: 'boolean' },
+  'partition-key': { type: 'boolean' },
+  'no-group': { type: 'boolean' },
+  'row-mode': { type: 'boolean' },
+  'if-not-exists': { type: 'boolean' },
+  print: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export const STATS_FLAGS = { ...INSPECTOR_FLAGS, watch: { type: 'string' }, json: { type: 'boolean' } } as const;
+
+export const PEEK_FLAGS = {
+  ...INSPECTOR_FLAGS,
+  group: { type: 'string' },
+  'dead-letters': { type: 'boolean' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+export const REQUEUE_FLAGS = {
+  ...INSPECTOR_FLAGS,
+  id: { type: 'string', multiple: true },
+  all: { type: 'boolean' },
+  'to-group': { type: 'string' },
+  'heartbeat-table': { type: 'string' },
+  yes: { type: 'boolean' },
+} as const;
+
+export const PURGE_FLAGS = { ...INSPECTOR_FLAGS, group: { type: 'string' }, yes: { type: 'boolean' } } as const;
+
+export const DASHBOARD_FLAGS = {
+  ...INSPECTOR_FLAGS,
+  table: { type: 'string', multiple: true },
+  'heartbeat-table': { type: 'string' },
+  'allow-actions': { type: 'boolean' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'allowed-host': { type: 'string', multiple: true },
+  'refresh-ms': { type: 'string' },
+} as const;
+
+export const DEMO_FLAGS = {
+  file: { type: 'string' },
+  messages: { type: 'string' },
+  workers: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The commands by name with their flags. */
+export const COMMAND_FLAGS = {
+  init: INIT_FLAGS,
+  stats: STATS_FLAGS,
+  peek: PEEK_FLAGS,
+  requeue: REQUEUE_FLAGS,
+  purge: PURGE_FLAGS,
+  dashboard: DASHBOARD_FLAGS,
+  demo: DEMO_FLAGS,
+} as const;
