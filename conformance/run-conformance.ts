@@ -9,6 +9,7 @@ import { cliOperationsSuite } from './suites/cli-operations.suite.js';
 import { dashboardSuite } from './suites/dashboard.suite.js';
 import { eventLoopSuite } from './suites/event-loop.suite.js';
 import { advisorySuite } from './suites/advisory.suite.js';
+import { failureVisibilitySuite } from './suites/failure-visibility.suite.js';
 import { fifoSuite } from './suites/fifo.suite.js';
 import { hostileInputSuite } from './suites/hostile-input.suite.js';
 import { inputLimitsSuite } from './suites/input-limits.suite.js';
@@ -57,6 +58,7 @@ export function runConformance(stand: Stand): Promise<void> {
       settleSuite(context);
       eventLoopSuite(context);
       retrySuite(context);
+      failureVisibilitySuite(context);
       leaseSuite(context);
       wakeSuite(context);
       listenSuite(context);

@@ -22,6 +22,7 @@ export type {
   SubscribeOptionsBase,
 } from './subscription/subscription-options.js';
 export type { SubscriptionStats } from './subscription/subscription.js';
+export type { DeliveryFailureDetail } from './subscription/delivery-runner.js';
 export type { PoolStats } from './driver/driver.js';
 export { PROMETHEUS_CONTENT_TYPE } from './observability/metric-registry.js';
 export type { MetricsEndpoint, ServeMetricsOptions } from './observability/metrics-endpoint.js';

@@ -45,12 +45,15 @@ interface GroupJson {
   deadLettered: number;
   total: number;
   oldestReadyAgeSeconds: number | null;
+  /** Null when the heartbeats cannot tell. */
+  unread: boolean | null;
 }
 
 interface InspectionJson {
   table: string;
   deadLettered: number;
   groups: GroupJson[];
+  readers: { heartbeatTable: string; brokers: number; unreadGroups: string[] } | null;
 }
 
 /**
@@ -118,9 +121,10 @@ export function cliOperationsSuite(context: SuiteContext): void {
           expect.objectContaining({ group: null, ready: 0, delayed: 0, inWork: 0, processed: 0, deadLettered: 2 }),
         ]);
         const dead = await inspector.peek({ deadLetters: true });
-        expect(dead.map((row) => [row.id, row.payload, row.attempt])).toEqual([
-          [ids[0], { n: 1 }, 2],
-          [ids[1], 'plain text', 2],
+        // One attempt each (maxAttempts: 1); the column holds the attempt a next delivery would have had.
+        expect(dead.map((row) => [row.id, row.payload, row.attemptsMade, row.attempt])).toEqual([
+          [ids[0], { n: 1 }, 1, 2],
+          [ids[1], 'plain text', 1, 2],
         ]);
 
         // Dead letters that waited long: requeued, they are due from the requeue on.
@@ -358,6 +362,65 @@ export function cliOperationsSuite(context: SuiteContext): void {
       expect(dead.stdout.split(ATTACK_SHOWN)).toHaveLength(3);
       const [row] = JSON.parse(deadJson.stdout) as { id: string; payload: unknown; lastError: string }[];
       expect(row).toMatchObject({ id: deadId, payload: TERMINAL_ATTACK, lastError: TERMINAL_ATTACK });
+    });
+
+    it('stats flags a group with ready rows that no running broker reads, by the heartbeats, and says nothing without them', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers, { heartbeat: { table: 'tq_brokers', intervalMs: 1_000 } });
+      const started = new Collector<string>();
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      broker.subscribe(
+        table.queue('emails'),
+        async (message) => {
+          started.push(message.id);
+          await gate;
+        },
+        { maxAttempts: 3, deadLetter: 'emails.dead' },
+      );
+      await broker.start();
+      await broker.publishMany(table.queue('emails'), [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
+      // A publisher's typo, a row in the subscription's dead-letter group, and a row not due yet.
+      await broker.publishMany(table.queue('emial'), [{ payload: { n: 3 } }, { payload: { n: 4 } }]);
+      await broker.publish(table.queue('emails.dead'), { n: 5 });
+      await broker.publish(table.queue('later'), { n: 6 }, { delayMs: 3_600_000 });
+      await started.waitFor(1);
+      const base = ['--database', context.db.url!, '--table', 'jobs'];
+      const [json, human, unknownJson, unknownHuman] = await Promise.all([
+        runCli(['stats', ...base, '--heartbeat-table', 'tq_brokers', '--json']),
+        runCli(['stats', ...base, '--heartbeat-table', 'tq_brokers']),
+        // The default heartbeat table, which no broker of this test writes: nothing can be told.
+        runCli(['stats', ...base, '--json']),
+        runCli(['stats', ...base]),
+      ]);
+      release();
+      await broker.stop();
+
+      for (const result of [json, human, unknownJson, unknownHuman]) {
+        expect(result.stderr).toBe('');
+        expect(result.code).toBe(0);
+      }
+      const inspection = JSON.parse(json.stdout) as InspectionJson;
+      expect(inspection.readers).toEqual({ heartbeatTable: 'tq_brokers', brokers: 1, unreadGroups: ['emial'] });
+      expect(inspection.groups.map((counts) => [counts.group, counts.ready, counts.unread])).toEqual([
+        ['emails', 1, false],
+        ['emails.dead', 1, false],
+        ['emial', 2, true],
+        ['later', 0, false],
+      ]);
+      expect(human.stdout).toContain(
+        'unread: group "emial" has 2 ready rows, and no running broker subscribes to it ' +
+          '(1 broker reads this table and reports to heartbeat table "tq_brokers"); check the queue name',
+      );
+      expect(human.stdout.match(/unread:/g)).toHaveLength(1);
+
+      const unknown = JSON.parse(unknownJson.stdout) as InspectionJson;
+      expect(unknown.readers).toBeNull();
+      expect(unknown.groups.map((counts) => counts.unread)).toEqual([null, null, null, null]);
+      expect(unknownHuman.stdout).not.toContain('unread');
     });
 
     it('takes the database URL from DATABASE_URL, or the variable --database-env names, keeping it off the command line', async () => {

@@ -110,6 +110,8 @@ export function dashboardSuite(context: SuiteContext): void {
       await waitForText(page, `${row} [data-count="delayed"]`, '2');
       await waitForText(page, `${row} [data-count="inWork"]`, '1');
       await waitForText(page, '[data-table="jobs"] [data-dead-count]', 'dead letters 2');
+      // The broker reads only "bulk": nothing reads the ready rows of "emails".
+      await page.locator(`${row} [data-unread]`).waitFor();
       // The dead-letter group is a place, not a queue.
       expect(await page.locator('[data-table="jobs"] tr[data-queue="dead"]').count()).toBe(0);
       // Text from the database is shown as text: the markup in it never becomes elements.
@@ -279,29 +281,72 @@ function dashboardReadsSuite(context: SuiteContext): void {
         await counted.driver.close();
       }
     });
+
+    it('flags a queue with ready rows that no reporting broker reads, and shows the attempts a dead letter had', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(context.stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers, { heartbeat: { table: HEARTBEAT_TABLE, intervalMs: 1_000 } });
+      broker.on('error', () => undefined);
+      broker.subscribe(
+        table.queue('emails'),
+        () => {
+          throw new Error('smtp down');
+        },
+        { maxAttempts: 2, deadLetter: 'dead', retryBackoff: { initialMs: 10 } },
+      );
+      await broker.start();
+      // A publisher's typo: no subscription reads "emial".
+      await broker.publishMany(table.queue('emial'), [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
+      await broker.publish(table.queue('emails'), { n: 3 });
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs', "queue = 'dead'")) === 1, 30_000, 'the dead letter');
+      const driver = await context.db.openDriver({ poolSize: 4 });
+      const open = (heartbeatTable: string) =>
+        openDashboard({ database: driver, tables: ['jobs'], deadLetter: { kind: 'group', group: 'dead' }, heartbeatTable, port: 0, refreshMs: 600_000 });
+      const [reported, unreported] = [await open(HEARTBEAT_TABLE), await open('no_such_brokers')];
+      try {
+        const queuesOf = async (url: string) =>
+          (JSON.parse((await sendRaw(`${url}api/queues`)).body) as { tables: { readers: unknown; groups: { group: string; ready: number }[] }[] }).tables[0]!;
+        const queues = await queuesOf(reported.url);
+        expect(queues.readers).toEqual({ brokers: 1, unreadGroups: ['emial'] });
+        expect(queues.groups.map((group) => [group.group, group.ready])).toEqual([['emial', 2]]);
+        expect((await queuesOf(unreported.url)).readers).toBeNull();
+        const deadLetters = JSON.parse((await sendRaw(`${reported.url}api/dead-letters`)).body) as {
+          tables: { rows: { attemptsMade: number; attempt: number }[] }[];
+        };
+        // Two attempts made; the column holds the third, which the move kept from happening.
+        expect(deadLetters.tables[0]!.rows.map((row) => [row.attemptsMade, row.attempt])).toEqual([[2, 3]]);
+      } finally {
+        await reported.close();
+        await unreported.close();
+        await driver.close();
+      }
+    });
   });
 }
 
 const REQUESTS_AT_ONCE = 200;
 
-/** The driver as it is, with every statement run through it or a connection it lent counted. */
+/**
+ * The driver as it is, with every statement run through it or a connection it lent counted.
+ * Properties are read from the driver itself, so getters over its private fields still work.
+ */
 function countingDriver(driver: Driver): { driver: Driver; statements: () => number } {
   let statements = 0;
   const countedConnection = (connection: Connection): Connection =>
     new Proxy(connection, {
-      get(target, property, receiver) {
+      get(target, property) {
         if (property === 'execute') {
           return (...args: Parameters<Connection['execute']>) => {
             statements += 1;
             return target.execute(...args);
           };
         }
-        const value: unknown = Reflect.get(target, property, receiver);
+        const value: unknown = Reflect.get(target, property);
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
   const counted = new Proxy(driver, {
-    get(target, property, receiver) {
+    get(target, property) {
       if (property === 'execute') {
         return (...args: Parameters<Driver['execute']>) => {
           statements += 1;
@@ -309,7 +354,7 @@ function countingDriver(driver: Driver): { driver: Driver; statements: () => num
         };
       }
       if (property === 'acquire') return async () => countedConnection(await target.acquire());
-      const value: unknown = Reflect.get(target, property, receiver);
+      const value: unknown = Reflect.get(target, property);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });

@@ -51,7 +51,14 @@ export interface TableInspection {
 export interface PeekedRow {
   readonly id: string;
   readonly group: string | null;
+  /** The attempt column as stored: the attempt the row's next delivery gets (1 for a new row). */
   readonly attempt: number | null;
+  /**
+   * Deliveries the row has used since it was published or requeued: the attempt column less one.
+   * Every form leaves a dead letter's attempt column one past its attempts (`maxAttempts + 1`),
+   * so this is what the operator tools show. A row lock delivery in progress is not counted yet.
+   */
+  readonly attemptsMade: number | null;
   readonly retryAfter: Date | null;
   readonly lockedUntil: Date | null;
   readonly headers: Readonly<Record<string, string>>;

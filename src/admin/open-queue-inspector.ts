@@ -413,10 +413,12 @@ function groupCountsOf(row: Record<string, unknown>, spec: TableSpec, readAt: Da
 
 function peekedRowOf(row: Record<string, unknown>, spec: TableSpec): PeekedRow {
   const headers = spec.headers === undefined ? {} : readHeaders(row[spec.headers]);
+  const attempt = spec.attempt === undefined ? null : Number(row[spec.attempt]);
   return {
     id: String(row[spec.id.column]),
     group: spec.group === undefined ? null : String(row[spec.group.column]),
-    attempt: spec.attempt === undefined ? null : Number(row[spec.attempt]),
+    attempt,
+    attemptsMade: attempt === null ? null : Math.max(0, attempt - 1),
     retryAfter: spec.retryAfter === undefined ? null : readInstant(row[spec.retryAfter]),
     lockedUntil: spec.lockedUntil === undefined ? null : readInstant(row[spec.lockedUntil]),
     headers,

@@ -6,6 +6,11 @@ import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatO
 
 export interface Logger {
   warn(message: string, detail?: Record<string, unknown>): void;
+  /**
+   * `message` is one line: the error's name and message and, for a failed delivery, the message
+   * id, the attempt and what happens next. `detail` holds the same facts as fields (see
+   * `DeliveryFailureDetail`) and the thrown value as `error`, stack included.
+   */
   error(message: string, detail?: Record<string, unknown>): void;
 }
 
@@ -83,9 +88,13 @@ const OPTION_KEYS = new Set([
   'heartbeat',
 ]);
 
+/** The error goes last, where the console prints its stack (and cause) below the line and the other fields. */
 const consoleLogger: Logger = {
   warn: (message, detail) => console.warn(`tablequeue: ${message}`, detail ?? ''),
-  error: (message, detail) => console.error(`tablequeue: ${message}`, detail ?? ''),
+  error: (message, detail) => {
+    const { error, ...fields } = detail ?? {};
+    console.error(`tablequeue: ${message}`, fields, ...(error === undefined ? [] : [error]));
+  },
 };
 
 export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOptions {

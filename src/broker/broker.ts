@@ -27,6 +27,7 @@ import {
 } from '../subscription/subscription-options.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } from './broker-options.js';
+import { errorLogLine } from './error-log-line.js';
 import { Heartbeat } from './heartbeat.js';
 import { reportedError } from './reported-error.js';
 import { NotifyListener, type ListenerStats, type NotifyListenerOptions } from './notify-listener.js';
@@ -254,7 +255,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
           driver,
           database: dialect.name,
           options: heartbeat,
-          subscriptions: () => this.stats().subscriptions,
+          subscriptions: () =>
+            [...this.#subscriptions.values()].map((subscription) => ({ ...subscription.stats(), deadLetter: subscription.deadLetter ?? null })),
           onError: (error, detail) => this.#reportError(error, detail),
         });
       }
@@ -482,8 +484,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
       this.emit('error', reportedError(error, detail), detail);
       return;
     }
-    const message = error instanceof Error ? error.message : String(error);
-    this.#options.logger.error(message, detail);
+    this.#options.logger.error(errorLogLine(error, detail), { ...detail, error });
   }
 
   #reportWarning(message: string): void {

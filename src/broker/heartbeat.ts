@@ -52,12 +52,22 @@ export function resolveHeartbeatOptions(options: HeartbeatOptions | undefined): 
   return Object.freeze({ table, intervalMs });
 }
 
+/**
+ * One subscription in a heartbeat row: its stats, whose `queue` says what it reads
+ * (`schema.table/group`), and where its dead letters go, so that the operator tools can tell
+ * the queues no broker reads from the dead-letter groups that no broker should.
+ */
+export interface HeartbeatSubscription extends SubscriptionStats {
+  /** The subscription's `deadLetter` option: a group of the table or a table; null without one. */
+  readonly deadLetter: string | null;
+}
+
 export interface HeartbeatStartOptions {
   readonly driver: Driver;
   readonly database: DialectName;
   readonly options: ResolvedHeartbeatOptions;
   /** Read at every beat and written as JSON. */
-  readonly subscriptions: () => readonly SubscriptionStats[];
+  readonly subscriptions: () => readonly HeartbeatSubscription[];
   readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
 }
 

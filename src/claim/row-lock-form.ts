@@ -90,7 +90,10 @@ function renderRowLockStatements(context: FormContext): RowLockStatements {
       finish: [dialect.settle.finish(spec, { fenced: false })],
       retry: retry ? [retry] : [],
       retryAfter: retryAfter ? [retryAfter] : [],
-      deadLetter: deadLetter ? dialect.settle.deadLetter(spec, columns, deadLetter, { fenced: false }) : [],
+      // The lease and advisory claims count the attempt they start; a row lock claim counts it
+      // only when it retries. Counting it before the move too leaves every dead letter, in every
+      // form, with the attempt column one past the attempts made, as a retried row has it.
+      deadLetter: deadLetter ? [...(retry ? [retry] : []), ...dialect.settle.deadLetter(spec, columns, deadLetter, { fenced: false })] : [],
     },
     finishMany: renderFinishMany === undefined ? undefined : (rowCount) => {
       let statement = finishMany.get(rowCount);

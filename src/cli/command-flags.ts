@@ -20,7 +20,12 @@ export const INIT_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-export const STATS_FLAGS = { ...INSPECTOR_FLAGS, watch: { type: 'string' }, json: { type: 'boolean' } } as const;
+export const STATS_FLAGS = {
+  ...INSPECTOR_FLAGS,
+  watch: { type: 'string' },
+  json: { type: 'boolean' },
+  'heartbeat-table': { type: 'string' },
+} as const;
 
 export const PEEK_FLAGS = {
   ...INSPECTOR_FLAGS,

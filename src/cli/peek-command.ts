@@ -11,6 +11,8 @@ const PEEK_USAGE = `usage: tablequeue peek --database URL --table NAME [options]
 Shows the next unfinished rows in claim order, payloads decoded (JSON when it parses, else text).
 Without --group or --dead-letters, dead letters are left out: rows a dead-letter move marked with
 their last error, and the rows of --dead-letter-group.
+"attempts" counts the deliveries a row has had since it was published or requeued; for a dead
+letter, all it was given.
 
 ${INSPECTOR_FLAGS_HELP}
   --group NAME              only this group
@@ -61,7 +63,7 @@ export function renderPeekedRows(rows: readonly PeekedRow[], paint: Paint): stri
     [
       { heading: 'id', align: 'right' },
       { heading: 'group' },
-      { heading: 'attempt', align: 'right' },
+      { heading: 'attempts', align: 'right' },
       { heading: 'retry after' },
       { heading: 'locked until' },
       { heading: 'payload' },
@@ -70,7 +72,7 @@ export function renderPeekedRows(rows: readonly PeekedRow[], paint: Paint): stri
     rows.map((row) => [
       printable(row.id),
       row.group === null ? '-' : printable(row.group),
-      row.attempt === null ? '-' : String(row.attempt),
+      row.attemptsMade === null ? '-' : String(row.attemptsMade),
       time(row.retryAfter),
       time(row.lockedUntil),
       preview(typeof row.payload === 'string' ? row.payload : JSON.stringify(row.payload)),

@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
-import type { GroupCounts, TableInspection } from '../admin/inspection.js';
-import { openQueueInspector } from '../admin/open-queue-inspector.js';
+import type { GroupCounts } from '../admin/inspection.js';
+import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { STATS_FLAGS } from './command-flags.js';
 import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { openQueueReadersInspector, type InspectionWithReaders } from './queue-readers-inspector.js';
 import { formatAge, formatCount, formatTable, jsonForTerminal, paintFor, printable, type OutputStream, type Paint } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
@@ -16,7 +17,12 @@ row (since its retry time). A dead letter counts only as dead-lettered: a row wh
 the last error a dead-letter move wrote, any row of --dead-letter-group, or a row of
 --dead-letter-table (counted in the group it came from).
 
+A group with ready rows that no running broker subscribes to (a misspelt queue name, say) is
+flagged "unread", judged by the heartbeat table of brokers started with the heartbeat option,
+and only while one of them reads this table: without such a broker nothing is flagged.
+
 ${INSPECTOR_FLAGS_HELP}
+  --heartbeat-table NAME    where brokers report the queues they read (default ${DEFAULT_HEARTBEAT_TABLE})
   --watch [SECONDS]         print again every SECONDS (default 2) until Ctrl-C, which exits 0
   --json                    one JSON document; with --watch, one document per line`;
 
@@ -36,7 +42,7 @@ export async function runStatsCommand(args: string[]): Promise<number> {
   const watchMs = values.watch === undefined ? undefined : watchIntervalMs(values.watch);
   const out: OutputStream = process.stdout;
   const paint = paintFor(out);
-  const inspector = await openQueueInspector(options);
+  const inspector = await openQueueReadersInspector(options, values['heartbeat-table'] ?? DEFAULT_HEARTBEAT_TABLE);
   try {
     if (watchMs === undefined) {
       const inspection = await inspector.inspect();
@@ -90,8 +96,12 @@ function watchIntervalMs(text: string): number {
   return Math.round(seconds * 1000);
 }
 
-/** The JSON form: the inspection as it is, times as ISO text. */
-export function inspectionJson(inspection: TableInspection): Record<string, unknown> {
+/**
+ * The JSON form: the inspection as it is, times as ISO text; `readers` and each group's `unread`
+ * are null when the heartbeats cannot tell.
+ */
+export function inspectionJson(inspection: InspectionWithReaders): Record<string, unknown> {
+  const { readers } = inspection;
   return {
     table: inspection.table,
     readAt: inspection.readAt.toISOString(),
@@ -106,11 +116,13 @@ export function inspectionJson(inspection: TableInspection): Record<string, unkn
       deadLettered: counts.deadLettered ?? 0,
       total: counts.total ?? null,
       oldestReadyAgeSeconds: counts.oldestReadyAgeSeconds,
+      unread: readers === null ? null : counts.group !== null && readers.unreadGroups.includes(counts.group),
     })),
+    readers: readers === null ? null : { heartbeatTable: inspection.heartbeatTable, ...readers },
   };
 }
 
-export function renderInspection(inspection: TableInspection, paint: Paint): string[] {
+export function renderInspection(inspection: InspectionWithReaders, paint: Paint): string[] {
   const where =
     inspection.deadLetter === undefined
       ? ''
@@ -144,5 +156,21 @@ export function renderInspection(inspection: TableInspection, paint: Paint): str
     rows,
     paint,
   );
-  return [title, ...table];
+  return [title, ...table, ...unreadLines(inspection, paint)];
+}
+
+/** A line per group that no reporting broker reads; none when the heartbeats cannot tell. */
+function unreadLines(inspection: InspectionWithReaders, paint: Paint): string[] {
+  const { readers } = inspection;
+  if (readers === null) return [];
+  const brokers = readers.brokers === 1 ? '1 broker reads' : `${formatCount(readers.brokers)} brokers read`;
+  return readers.unreadGroups.map((group) => {
+    const ready = inspection.groups.find((counts) => counts.group === group)?.ready ?? 0;
+    return paint.yellow(
+      printable(
+        `unread: group "${group}" has ${formatCount(ready)} ready row${ready === 1 ? '' : 's'}, and no running broker subscribes to it ` +
+          `(${brokers} this table and report${readers.brokers === 1 ? 's' : ''} to heartbeat table "${inspection.heartbeatTable}"); check the queue name`,
+      ),
+    );
+  });
 }

@@ -97,9 +97,15 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
         table.error ? el('span', { class: 'error' }, table.error) : null]);
       // Rows moved into a dead-letter group lose the group they came from; a dead-letter table keeps it.
       var deadPerQueue = table.deadLetter !== null && table.deadLetter.kind === 'table';
+      var unread = table.readers ? table.readers.unreadGroups : [];
       var rows = table.groups.map(function (group) {
+        var isUnread = group.group !== null && unread.indexOf(group.group) !== -1;
         return el('tr', { 'data-queue': group.group === null ? '' : group.group }, [
-          el('td', null, group.group === null ? '(whole table)' : group.group),
+          el('td', null, [group.group === null ? '(whole table)' : group.group, isUnread ? ' ' : null,
+            isUnread ? el('span', { class: 'pill', 'data-unread': true, 'data-alert': true,
+              title: 'ready rows, and no running broker subscribes to this queue (' + count(table.readers.brokers) +
+                (table.readers.brokers === 1 ? ' broker reads this table and reports' : ' brokers read this table and report') + ' heartbeats): check its name' },
+            'unread') : null]),
           numberCell(group.ready, 'ready'),
           numberCell(group.delayed, 'delayed'),
           numberCell(group.inWork, 'inWork'),
@@ -255,7 +261,7 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
         return el('tr', { 'data-dead-id': row.id }, [
           el('td', { class: 'mono' }, row.id),
           inGroup ? null : el('td', null, row.group === null ? '–' : row.group),
-          el('td', { class: 'number' }, row.attempt === null ? '–' : count(row.attempt)),
+          el('td', { class: 'number', 'data-attempts': true }, row.attemptsMade === null ? '–' : count(row.attemptsMade)),
           el('td', { class: row.lastError ? 'error' : 'muted', 'data-last-error': true }, row.lastError || 'no error recorded'),
           el('td', { class: 'mono payload' }, row.payloadPreview),
           el('td', null, button),
@@ -273,7 +279,7 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
       var content = table.error ? el('p', { class: 'error' }, table.error)
         : rows.length === 0 ? el('p', { class: 'empty' }, 'no dead letters')
           : el('table', null, [
-            el('thead', null, el('tr', null, [el('th', null, 'id'), inGroup ? null : el('th', null, 'queue'), el('th', { class: 'number' }, 'attempt'),
+            el('thead', null, el('tr', null, [el('th', null, 'id'), inGroup ? null : el('th', null, 'queue'), el('th', { class: 'number', title: 'deliveries the row had before it became a dead letter' }, 'attempts'),
               el('th', null, 'last error'), el('th', null, 'payload'), el('th', null, '')])),
             el('tbody', null, rows),
           ]);

@@ -44,6 +44,7 @@ function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardDat
         deadLettered: 2,
         readAt: 0,
         error: null,
+        readers: null,
       },
     ],
     throughput: () => [{ at: 0, depth: 6, drainedPerSecond: 0 }],

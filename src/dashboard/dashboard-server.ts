@@ -22,7 +22,10 @@ export interface DashboardConfig {
 export interface DeadLetterView {
   readonly id: string;
   readonly group: string | null;
+  /** The attempt column as stored: one past the attempts made, for a dead letter of any form. */
   readonly attempt: number | null;
+  /** The deliveries the row had before it became a dead letter (`PeekedRow.attemptsMade`). */
+  readonly attemptsMade: number | null;
   readonly lastError: string | null;
   /** The payload as JSON text, cut to `PAYLOAD_PREVIEW_CHARACTERS`. */
   readonly payloadPreview: string;

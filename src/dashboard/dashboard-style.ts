@@ -41,7 +41,7 @@ tr:last-child td { border-bottom: none; }
 td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
 td.zero { color: #b3bac6; }
 .pill { font-size: 12px; padding: 1px 8px; border-radius: 10px; background: #eef1f5; color: var(--muted); }
-.pill[data-alert="true"] { background: #fbeaea; color: var(--bad); }
+.pill[data-alert] { background: #fbeaea; color: var(--bad); }
 .error { color: var(--bad); }
 .nowrap { white-space: nowrap; }
 .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; word-break: break-all; }

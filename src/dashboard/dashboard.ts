@@ -188,6 +188,7 @@ function deadLetterView(row: PeekedRow): DeadLetterView {
     id: row.id,
     group: row.group,
     attempt: row.attempt,
+    attemptsMade: row.attemptsMade,
     lastError: row.lastError,
     payloadPreview: text.length > PAYLOAD_PREVIEW_CHARACTERS ? `${text.slice(0, PAYLOAD_PREVIEW_CHARACTERS)}…` : text,
   };

@@ -88,7 +88,7 @@ describe('QueueSampler', () => {
 
   it('reads the dead letters and the brokers once a round, and answers from that round until the next', async () => {
     const dead: PeekedRow = {
-      id: '7', group: 'dead', attempt: 3, retryAfter: null, lockedUntil: null, headers: {}, payload: { n: 7 }, lastError: 'smtp refused',
+      id: '7', group: 'dead', attempt: 3, attemptsMade: 2, retryAfter: null, lockedUntil: null, headers: {}, payload: { n: 7 }, lastError: 'smtp refused',
     };
     const reads = { peeks: 0, brokers: 0 };
     const inspector: QueueInspector = {

@@ -1,6 +1,8 @@
 import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from '../admin/inspection.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
+import { parseQualifiedName } from '../table/identifier.js';
 import type { BrokerList } from './broker-directory.js';
+import { queueReadersOf, type QueueReaders } from './queue-readers.js';
 
 /** One inspected table as the dashboard needs it. */
 export interface WatchedTable {
@@ -19,6 +21,8 @@ export interface TableSnapshot {
   /** Milliseconds since the epoch, host clock. */
   readonly readAt: number | null;
   readonly error: string | null;
+  /** The queues the reporting brokers leave unread; null when the heartbeats cannot tell (see `queueReadersOf`). */
+  readonly readers: QueueReaders | null;
 }
 
 /** The first dead letters of one table, as the latest round read them. */
@@ -98,6 +102,7 @@ export class QueueSampler {
         deadLettered: 0,
         readAt: null,
         error: null,
+        readers: null,
       });
       this.#deadLetters.set(watched.table, { table: watched.table, deadLetter: watched.deadLetter ?? null, rows: [], error: null });
     }
@@ -169,6 +174,8 @@ export class QueueSampler {
         }
       }),
     );
+    // Before the snapshots are kept, so that each one is kept with what the heartbeats say of it.
+    const reportedPerSecond = await brokerRate;
     let depth = 0;
     let drainedPerSecond = 0;
     let isComplete = true;
@@ -181,7 +188,7 @@ export class QueueSampler {
         this.#snapshots.set(watched.table, { ...previous!, error: messageOf(read.error) });
         continue;
       }
-      const snapshot = snapshotOf(watched, read.inspection, this.#seenGroupsOf(watched.table));
+      const snapshot = snapshotOf(watched, read.inspection, this.#seenGroupsOf(watched.table), this.#brokers);
       this.#snapshots.set(watched.table, snapshot);
       const totals = totalsOf(snapshot, read.inspection);
       at = totals.at;
@@ -193,7 +200,6 @@ export class QueueSampler {
       this.#previous.set(watched.table, totals);
     }
     for (const sample of await deadLetterReads) this.#deadLetters.set(sample.table, sample);
-    const reportedPerSecond = await brokerRate;
     if (!isComplete) return;
     const drained = Math.max(drainedPerSecond, reportedPerSecond);
     this.#history.push({ at, depth, drainedPerSecond: Math.round(drained * 10) / 10 });
@@ -233,7 +239,12 @@ export function drainedBetween(before: TableTotals, after: TableTotals): number 
   return Math.max(0, before.depth - after.depth - deadLettered);
 }
 
-function snapshotOf(watched: WatchedTable, inspection: TableInspection, seenGroups: Set<string | null>): TableSnapshot {
+function snapshotOf(
+  watched: WatchedTable,
+  inspection: TableInspection,
+  seenGroups: Set<string | null>,
+  brokers: BrokerList | null,
+): TableSnapshot {
   const deadGroup = watched.deadLetter?.kind === 'group' ? watched.deadLetter.group : undefined;
   const groups = inspection.groups.filter((group) => deadGroup === undefined || group.group !== deadGroup);
   for (const group of groups) seenGroups.add(group.group);
@@ -249,6 +260,7 @@ function snapshotOf(watched: WatchedTable, inspection: TableInspection, seenGrou
     deadLettered: inspection.deadLettered,
     readAt: inspection.readAt.getTime(),
     error: null,
+    readers: brokers === null ? null : queueReadersOf(brokers, parseQualifiedName(watched.table, 'table'), groups, watched.deadLetter),
   };
 }
 

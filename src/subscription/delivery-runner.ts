@@ -59,9 +59,36 @@ export interface DeliveryRunnerOptions {
   readonly onSettled: () => void;
 }
 
-/** What a decode or a handler threw; a dead letter records it as the row's last error. */
+/**
+ * What a decode or a handler threw; a dead letter records it as the row's last error. It is
+ * reported once the settlements of its rows are decided, so the report says what comes next.
+ */
 interface Failure {
   readonly thrown: unknown;
+  readonly phase: 'decode' | 'handler';
+}
+
+/**
+ * What the `error` event and the logger learn about a failed delivery, beside the error: the
+ * message (ids joined with commas for a batch), and what its settlement does next. On a batch,
+ * `nextAttemptAt` is the earliest of the retried messages' and `deadLetteredIds` names those moved.
+ */
+export interface DeliveryFailureDetail {
+  readonly subscription: string;
+  readonly messageId: string;
+  readonly phase: 'decode' | 'handler';
+  /** The attempt that failed, 1 on the first delivery; one message only. */
+  readonly attempt?: number;
+  readonly maxAttempts?: number;
+  /** When the message can be claimed again: its retryAfter time, or the report's time when it returns at once. */
+  readonly nextAttemptAt?: Date;
+  /** 0 when the message returns at once (the outcome is retry, or the table has no retryAfter column). */
+  readonly retryDelayMs?: number;
+  /** Where the messages that had no attempt left went. */
+  readonly deadLetter?: { readonly group: string } | { readonly table: string };
+  readonly deadLetteredIds?: string;
+  /** The message was finished without being handled (`onDecodeFailure: 'drop'`). */
+  readonly dropped?: true;
 }
 
 /** One outcome per message, and what the handler threw when the outcomes stand for a throw. */
@@ -148,26 +175,25 @@ export class DeliveryRunner {
 
   /** Decodes, calls the handler and starts the settlements; `settlements` is their end, which never rejects. */
   async #run(unit: DeliveryUnit, slot: number): Promise<{ readonly settlements: Promise<void> }> {
-    const { subscription, onError } = this.#options;
-    const decoded: { row: HeldRow; message: Message<unknown> }[] = [];
+    const rows: HeldRow[] = [];
+    const messages: Message<unknown>[] = [];
     const settlements: Promise<void>[] = [];
     for (const row of unit) {
       try {
         const message = this.#decode(row);
-        decoded.push({ row, message: message instanceof Promise ? await message : message });
+        messages.push(message instanceof Promise ? await message : message);
+        rows.push(row);
       } catch (error) {
         this.counters.decodeFailures += 1;
-        onError(error, { subscription, messageId: row.id, phase: 'decode' });
-        settlements.push(this.#settle(row, this.#decodeFailureOutcome(), undefined, { thrown: error }));
+        this.#settleAll([row], [this.#decodeFailureOutcome()], { thrown: error, phase: 'decode' }, undefined, settlements);
       }
     }
-    if (decoded.length > 0) {
-      const messages = decoded.map((item) => item.message);
+    if (messages.length > 0) {
       const span = this.#options.observer.tracing?.startProcess(messages);
-      const transaction = decoded.length === 1 ? decoded[0]!.row.transaction : undefined;
+      const transaction = rows.length === 1 ? rows[0]!.transaction : undefined;
       const { outcomes, failure } = await this.#callHandler(messages, slot, transaction, span);
-      this.counters.handled += decoded.length;
-      decoded.forEach((item, index) => settlements.push(this.#settle(item.row, outcomes[index]!, span, failure)));
+      this.counters.handled += messages.length;
+      this.#settleAll(rows, outcomes, failure, span, settlements);
     }
     return { settlements: settlements.length === 1 ? settlements[0]! : Promise.all(settlements).then(() => undefined) };
   }
@@ -183,7 +209,7 @@ export class DeliveryRunner {
     transaction: DeliveryTransaction | undefined,
     span: ProcessSpan | undefined,
   ): Promise<HandlerResult> {
-    const { subscription, onError, isBatch, invoke, observer } = this.#options;
+    const { subscription, isBatch, invoke, observer } = this.#options;
     let returned: unknown;
     const startedAt = observer.handlerStarting(messages);
     try {
@@ -191,8 +217,7 @@ export class DeliveryRunner {
     } catch (error) {
       span?.fail(error);
       this.counters.handlerErrors += 1;
-      onError(error, { subscription, messageId: messages.map((message) => message.id).join(','), phase: 'handler' });
-      return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error } };
+      return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error, phase: 'handler' } };
     } finally {
       observer.handlerEnded(startedAt);
       span?.end();
@@ -226,11 +251,9 @@ export class DeliveryRunner {
     for (const outcome of outcomes) {
       const problem = outcome.kind === 'retryAfter' ? retryDelayProblem(outcome.delayMs, nowMs) : undefined;
       if (problem === undefined) continue;
-      const { subscription, onError } = this.#options;
-      const error = new DeclarationError(`subscription "${subscription}": the handler returned a retryAfter outcome, but ${problem}`);
+      const error = new DeclarationError(`subscription "${this.#options.subscription}": the handler returned a retryAfter outcome, but ${problem}`);
       this.counters.handlerErrors += 1;
-      onError(error, { subscription, messageId: messages.map((message) => message.id).join(','), phase: 'handler' });
-      return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error } };
+      return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error, phase: 'handler' } };
     }
     return { outcomes };
   }
@@ -282,9 +305,69 @@ export class DeliveryRunner {
     return Math.round(base * (0.75 + Math.random() * 0.25));
   }
 
-  async #settle(row: HeldRow, outcome: Outcome, span?: ProcessSpan, failure?: Failure): Promise<void> {
+  /**
+   * Decides each row's settlement and starts it. After a failure the settlements are decided
+   * first and the failure is reported with them, so the report can say when each message comes
+   * back or where it went; when nothing failed, no report is built.
+   */
+  #settleAll(
+    rows: readonly HeldRow[],
+    outcomes: readonly Outcome[],
+    failure: Failure | undefined,
+    span: ProcessSpan | undefined,
+    into: Promise<void>[],
+  ): void {
+    if (failure === undefined) {
+      rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, this.#settlementFor(row, outcomes[index]!, undefined), span)));
+      return;
+    }
+    const decided = rows.map((row, index) => this.#settlementFor(row, outcomes[index]!, failure));
+    this.#reportFailure(failure, rows, decided);
+    rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, decided[index]!, span)));
+  }
+
+  #reportFailure(failure: Failure, rows: readonly HeldRow[], decided: readonly Settlement[]): void {
+    const { subscription, onError, options } = this.#options;
+    const nowMs = Date.now();
+    let next: { at: Date; delayMs: number } | undefined;
+    let deadLetter: DeadLetterTarget | undefined;
+    const deadLetteredIds: string[] = [];
+    let isDropped = false;
+    decided.forEach((settlement, index) => {
+      const row = rows[index]!;
+      // A row handed back at stop comes back at once, whatever was decided for it.
+      if (this.#abandoned.has(row)) return;
+      if (settlement.kind === 'deadLetter') {
+        deadLetter = settlement.target;
+        deadLetteredIds.push(row.id);
+      } else if (settlement.kind === 'finish') {
+        isDropped = true;
+      } else {
+        const candidate = settlement.kind === 'retryAfter' ? { at: settlement.at, delayMs: settlement.delayMs } : { at: new Date(nowMs), delayMs: 0 };
+        if (next === undefined || candidate.at < next.at) next = candidate;
+      }
+    });
+    const detail: { -readonly [Key in keyof DeliveryFailureDetail]: DeliveryFailureDetail[Key] } = {
+      subscription,
+      messageId: rows.map((row) => row.id).join(','),
+      phase: failure.phase,
+    };
+    if (rows.length === 1) detail.attempt = rows[0]!.attempt;
+    if (options.maxAttempts !== undefined) detail.maxAttempts = options.maxAttempts;
+    if (next !== undefined) {
+      detail.nextAttemptAt = next.at;
+      detail.retryDelayMs = next.delayMs;
+    }
+    if (deadLetter !== undefined) {
+      detail.deadLetter = deadLetterDestination(deadLetter);
+      if (rows.length > 1) detail.deadLetteredIds = deadLetteredIds.join(',');
+    }
+    if (isDropped) detail.dropped = true;
+    onError(failure.thrown, detail);
+  }
+
+  async #settle(row: HeldRow, outcome: Outcome, settlement: Settlement, span: ProcessSpan | undefined): Promise<void> {
     if (this.#abandoned.has(row)) return;
-    const settlement = this.#settlementFor(row, outcome, failure);
     const { observer } = this.#options;
     const settled = settledOutcome(settlement, outcome);
     try {
@@ -302,10 +385,15 @@ export class DeliveryRunner {
   #settlementFor(row: HeldRow, outcome: Outcome, failure: Failure | undefined): Settlement {
     if (outcome.kind === 'ack' || outcome.kind === 'drop') return { kind: 'finish', commitsHandlerWrites: outcome.kind === 'ack' };
     const { maxAttempts } = this.#options.options;
-    if (maxAttempts !== undefined && this.#options.deadLetter !== undefined && row.attempt >= maxAttempts) {
-      const lastError =
-        failure === undefined ? describeRetryRequested(outcome.kind, row.attempt, maxAttempts) : describeThrown(failure.thrown);
-      return { kind: 'deadLetter', target: this.#options.deadLetter, lastError: boundLastError(lastError) };
+    const target = this.#options.deadLetter;
+    if (maxAttempts !== undefined && target !== undefined && row.attempt >= maxAttempts) {
+      if (failure !== undefined) return { kind: 'deadLetter', target, lastError: boundLastError(describeThrown(failure.thrown)) };
+      const requested = describeRetryRequested(outcome.kind, row.attempt, maxAttempts);
+      // A failure reports its move with the error; a retry the handler asked for has no error to report.
+      this.#options.onWarning(
+        `subscription "${this.#options.subscription}": message ${row.id} had no attempt left (${requested}) and moved to ${describeDestination(target)}`,
+      );
+      return { kind: 'deadLetter', target, lastError: boundLastError(requested) };
     }
     if (outcome.kind === 'retry') return { kind: 'retry' };
     if (this.#options.spec.retryAfter === undefined) {
@@ -326,6 +414,17 @@ export class DeliveryRunner {
     else if (outcome.kind === 'drop') this.counters.dropped += 1;
     else this.counters.retried += 1;
   }
+}
+
+function deadLetterDestination(target: DeadLetterTarget): { readonly group: string } | { readonly table: string } {
+  if (target.kind === 'group') return { group: target.group };
+  return { table: target.schema === undefined ? target.name : `${target.schema}.${target.name}` };
+}
+
+/** `dead-letter group "failed"` or `dead-letter table "jobs_dead"`. */
+export function describeDestination(target: DeadLetterTarget): string {
+  const destination = deadLetterDestination(target);
+  return 'group' in destination ? `dead-letter group "${destination.group}"` : `dead-letter table "${destination.table}"`;
 }
 
 function settledOutcome(settlement: Settlement, outcome: Outcome): SettledOutcome {

@@ -111,6 +111,11 @@ export class Subscription {
     return this.queue.label;
   }
 
+  /** Where rows go when their attempts run out (a group of the table, or a table); undefined without maxAttempts. */
+  get deadLetter(): string | undefined {
+    return this.#options.deadLetter;
+  }
+
   /** The connections this subscription's threads open (WP-13); none without onThreads. */
   threadBudget(): { name: string; threads: number; connections: number }[] {
     const threads = this.#options.onThreads;

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { GroupCounts } from '../admin/inspection.js';
+import type { BrokerList, BrokerSeen } from './broker-directory.js';
+import { queueReadersOf } from './queue-readers.js';
+
+function broker(id: string, subscriptions: unknown[]): BrokerSeen {
+  return { id, host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions };
+}
+
+function list(brokers: BrokerSeen[], problem: string | null = null): BrokerList {
+  return { table: 'tablequeue_brokers', brokers, staleCount: 0, problem };
+}
+
+function counts(group: string | null, ready: number): GroupCounts {
+  return { group, ready, delayed: 0, inWork: 0, processed: 0, oldestReadyAgeSeconds: null, total: ready };
+}
+
+const jobs = { schema: undefined, name: 'jobs' };
+
+describe('queueReadersOf', () => {
+  it('flags groups with ready rows that no reporting subscription of the table reads', () => {
+    const brokers = list([
+      broker('a', [{ queue: 'jobs/emails', deadLetter: null }, { queue: 'other/emial' }]),
+      broker('b', [{ queue: 'jobs/reports', deadLetter: 'reports.dead' }]),
+    ]);
+    const groups = [counts('emails', 3), counts('emial', 2), counts('reports', 1), counts('reports.dead', 4), counts('quiet', 0)];
+    expect(queueReadersOf(brokers, jobs, groups)).toEqual({ brokers: 2, unreadGroups: ['emial'] });
+  });
+
+  it('leaves out the dead-letter group the operator names', () => {
+    const brokers = list([broker('a', [{ queue: 'jobs/emails' }])]);
+    expect(queueReadersOf(brokers, jobs, [counts('dead', 2), counts('emial', 1)], { kind: 'group', group: 'dead' })).toEqual({
+      brokers: 1,
+      unreadGroups: ['emial'],
+    });
+  });
+
+  it('cannot tell without a heartbeat table or a reporting broker that reads the table', () => {
+    const groups = [counts('emial', 2)];
+    expect(queueReadersOf(list([], 'heartbeat table "tablequeue_brokers" cannot be read'), jobs, groups)).toBeNull();
+    expect(queueReadersOf(list([]), jobs, groups)).toBeNull();
+    expect(queueReadersOf(list([broker('a', [{ queue: 'other/emails' }, null, 'text', { queue: 7 }])]), jobs, groups)).toBeNull();
+  });
+
+  it('matches schemas where both name one, and a table without groups is read whole', () => {
+    const brokers = list([broker('a', [{ queue: 'app.jobs/emails' }, { queue: 'flat' }])]);
+    expect(queueReadersOf(brokers, { schema: 'app', name: 'jobs' }, [counts('emial', 1)])).toEqual({ brokers: 1, unreadGroups: ['emial'] });
+    expect(queueReadersOf(brokers, jobs, [counts('emial', 1)])).toEqual({ brokers: 1, unreadGroups: ['emial'] });
+    expect(queueReadersOf(brokers, { schema: 'other', name: 'jobs' }, [counts('emial', 1)])).toBeNull();
+    expect(queueReadersOf(brokers, { schema: undefined, name: 'flat' }, [counts(null, 5)])).toEqual({ brokers: 1, unreadGroups: [] });
+  });
+});
