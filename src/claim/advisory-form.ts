@@ -62,6 +62,8 @@ export class AdvisoryForm implements ClaimForm {
   readonly #statements: AdvisoryStatementSet;
   /** Connections claims hold right now: the candidate select's, and rows not yet handed out. */
   readonly #claimConnections = new Set<Connection>();
+  /** Connections claims in progress took for their further rows (see `connectionsInWork`). */
+  #furtherClaimConnections = 0;
   /** Connections of deliveries handed out and not yet settled or handed back. */
   readonly #deliveryConnections = new Set<Connection>();
 
@@ -82,9 +84,12 @@ export class AdvisoryForm implements ClaimForm {
     ];
   }
 
-  /** Connections the deliveries hold: one per row, so a batch of n holds n. */
+  /**
+   * Connections the deliveries hold (one per row, so a batch of n holds n), and those a claim in
+   * progress took beyond its first for further rows: the claim loop counts only the first.
+   */
   get connectionsInWork(): number {
-    return this.#deliveryConnections.size;
+    return this.#deliveryConnections.size + this.#furtherClaimConnections;
   }
 
   claim(limit: number, now: Date): Promise<HeldRow[]> {
@@ -104,12 +109,17 @@ export class AdvisoryForm implements ClaimForm {
   async #claimOnSessions(limit: number, now: Date, locks: SessionLockStatements): Promise<HeldRow[]> {
     const taken: { row: HeldRow; connection: Connection }[] = [];
     let free: Connection | undefined = await this.#acquire();
+    let further = 0;
     try {
       const candidates = await this.#candidates(free, limit, now);
       for (const candidate of candidates) {
         if (taken.length >= limit) break;
-        free ??= await this.#acquireIfSpare();
-        if (free === undefined) break;
+        if (free === undefined) {
+          free = await this.#acquireIfSpare();
+          if (free === undefined) break;
+          further += 1;
+          this.#furtherClaimConnections += 1;
+        }
         // Another claim or process took the key after the select read it.
         if (!(await confirms(free, locks.lock, candidate.key))) continue;
         const row = await this.#take(free, candidate, now);
@@ -126,9 +136,11 @@ export class AdvisoryForm implements ClaimForm {
     } catch (error) {
       // Ending the session drops whatever lock it took; rows already taken go back unhandled.
       if (free !== undefined) this.#end(free, 'destroy');
+      this.#furtherClaimConnections -= further;
       await Promise.allSettled(taken.map(({ row }) => row.handBack()));
       throw error;
     }
+    this.#furtherClaimConnections -= further;
     if (free !== undefined) this.#end(free, 'release');
     for (const { connection } of taken) {
       this.#claimConnections.delete(connection);
