@@ -45,6 +45,29 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': 'off' },
   },
   {
+    // The dashboard's page script runs in the browser. Which globals it may name is checked by its
+    // own tsconfig (the DOM library, no Node types), as no-undef is off for TypeScript; here, that
+    // it stays one file and never turns text into markup or code.
+    files: ['src/dashboard/browser/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "ImportDeclaration[importKind!='type'], ImportExpression, ExportNamedDeclaration, ExportDefaultDeclaration, ExportAllDeclaration",
+          message: 'the page script is the one file the browser loads: it imports types only (from ../dashboard-api.ts) and exports nothing',
+        },
+      ],
+      'no-restricted-properties': [
+        'error',
+        ...['innerHTML', 'outerHTML', 'insertAdjacentHTML'].map((property) => ({ property, message: 'build elements and text nodes: text from a queue must never become markup' })),
+        { object: 'document', property: 'write', message: 'build elements and text nodes: text from a queue must never become markup' },
+      ],
+      'no-eval': 'error',
+      'no-implied-eval': 'error',
+      'no-new-func': 'error',
+    },
+  },
+  {
     files: ['src/dialect/**'],
     rules: {
       'no-restricted-imports': [

@@ -2,8 +2,9 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadDashboardScript } from './dashboard/dashboard-script-loader.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -45,7 +46,9 @@ describe('the published package', { timeout: 120_000 }, () => {
 
   it('holds the build, the docs the README links to, and nothing of the checkout', async () => {
     const paths = pack.files.map((file) => file.path);
-    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/cli.js']));
+    expect(paths).toEqual(
+      expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/cli.js', 'dist/dashboard/browser/dashboard-script.js']),
+    );
     const outside = paths.filter(
       (path) => !['package.json', 'README.md', 'ARCHITECTURE.md'].includes(path) && !/^(dist\/.*\.(js|d\.ts)|docs\/[^/]+|examples\/[^/]+\.(ts|md))$/.test(path),
     );
@@ -113,6 +116,17 @@ describe('the published package', { timeout: 120_000 }, () => {
     const compiled = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], project);
     expect(compiled.stdout + compiled.stderr).toBe('');
     expect(compiled.code).toBe(0);
+  });
+
+  it("serves the dashboard's page script as the build compiled it, the same the sources compile to", async () => {
+    const project = join(folder, 'dashboard-project');
+    await mkdir(project);
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'dashboard-project', private: true, type: 'module' }));
+    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    const loader = pathToFileURL(join(project, 'node_modules', 'tablequeue', 'dist', 'dashboard', 'dashboard-script-loader.js')).href;
+    const program = `const { loadDashboardScript } = await import(${JSON.stringify(loader)}); process.stdout.write(await loadDashboardScript());`;
+    const served = await runOrThrow(process.execPath, ['--input-type=module', '-e', program], project);
+    expect(served.stdout).toBe(await loadDashboardScript());
   });
 
   it('installs the tablequeue command without the checkout-only bench command', async () => {

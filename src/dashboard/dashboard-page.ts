@@ -1,6 +1,7 @@
 /**
- * The dashboard's page: static text served as it is, no build step. Every value the page shows
- * is put in by `dashboard-script.ts` as text nodes, never as markup.
+ * The dashboard's page: static text served as it is. Every value the page shows is put in by
+ * the page script (`browser/dashboard-script.ts`) as text nodes, never as markup. The script is
+ * a module, so it runs once the document is parsed, in strict mode and in a scope of its own.
  */
 export const DASHBOARD_PAGE = `<!doctype html>
 <html lang="en">
@@ -9,7 +10,7 @@ export const DASHBOARD_PAGE = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>tablequeue dashboard</title>
 <link rel="stylesheet" href="/dashboard.css">
-<script src="/dashboard.js" defer></script>
+<script type="module" src="/dashboard.js"></script>
 </head>
 <body>
 <header class="top">

@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeclarationError } from '../errors.js';
+import type { RequeueRequest } from './dashboard-api.js';
 import {
   DASHBOARD_HEADERS_TIMEOUT_MS,
   DASHBOARD_MAX_CONNECTIONS,
@@ -9,7 +10,6 @@ import {
   DASHBOARD_TIMEOUT_CHECK_MS,
   startDashboardServer,
   type DashboardData,
-  type RequeueRequest,
   type RunningDashboard,
 } from './dashboard-server.js';
 
@@ -80,7 +80,7 @@ describe('dashboard server', () => {
     const [page, style, script] = await Promise.all(['', 'dashboard.css', 'dashboard.js'].map((path) => send(readOnly.url + path)));
     expect(page!.status).toBe(200);
     expect(page!.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(page!.body).toMatch(/<script src="\/dashboard.js" defer><\/script>/);
+    expect(page!.body).toMatch(/<script type="module" src="\/dashboard.js"><\/script>/);
     expect(style!.headers['content-type']).toBe('text/css; charset=utf-8');
     expect(script!.headers['content-type']).toBe('text/javascript; charset=utf-8');
     for (const answer of [page!, style!, script!]) {

@@ -3,51 +3,22 @@ import type { AddressInfo } from 'node:net';
 import { DeclarationError, isQueueError } from '../errors.js';
 import { HostAllowList } from '../internal/host-allow-list.js';
 import type { BrokerList } from './broker-directory.js';
+import type {
+  BrokersBody,
+  DashboardConfig,
+  DeadLettersBody,
+  DeadLetterTableView,
+  ErrorAnswer,
+  QueuesBody,
+  RequeueAnswer,
+  RequeueRequest,
+  ThroughputBody,
+  ThroughputPoint,
+} from './dashboard-api.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
-import { DASHBOARD_SCRIPT } from './dashboard-script.js';
+import { loadDashboardScript } from './dashboard-script-loader.js';
 import { DASHBOARD_STYLE } from './dashboard-style.js';
-import type { TableSnapshot, ThroughputPoint } from './queue-sampler.js';
-
-/** What the page learns once, at load. */
-export interface DashboardConfig {
-  readonly allowActions: boolean;
-  readonly refreshMs: number;
-  readonly tables: readonly string[];
-  readonly heartbeatTable: string;
-  /** For the page's header: `postgres at 127.0.0.1:5432`. */
-  readonly database: string;
-}
-
-/** One dead letter as the page lists it. */
-export interface DeadLetterView {
-  readonly id: string;
-  readonly group: string | null;
-  /** The attempt column as stored: one past the attempts made, for a dead letter of any form. */
-  readonly attempt: number | null;
-  /** The deliveries the row had before it became a dead letter (`PeekedRow.attemptsMade`). */
-  readonly attemptsMade: number | null;
-  readonly lastError: string | null;
-  /** The payload as JSON text, cut to `PAYLOAD_PREVIEW_CHARACTERS`. */
-  readonly payloadPreview: string;
-}
-
-export interface DeadLetterTableView {
-  readonly table: string;
-  /** `group:<name>` or `table:<name>`; null when the dashboard was not told where dead letters go. */
-  readonly location: string | null;
-  /** Every dead letter of the table, of which `rows` lists the first; what "requeue all" moves. */
-  readonly deadLettered: number;
-  readonly rows: readonly DeadLetterView[];
-  readonly error: string | null;
-}
-
-export interface RequeueRequest {
-  readonly table: string;
-  /** Rows to move; all of the table's dead letters when absent. */
-  readonly ids?: readonly string[];
-  /** The queue to move them to, needed when dead letters sit in a group of the same table. */
-  readonly toGroup?: string;
-}
+import type { TableSnapshot } from './queue-sampler.js';
 
 /**
  * The data behind the endpoints; `dashboard.ts` assembles it from the sampler's latest round.
@@ -124,11 +95,18 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const STATIC_FILES: Record<string, { type: string; body: string }> = {
-  '/': { type: 'text/html; charset=utf-8', body: DASHBOARD_PAGE },
-  '/dashboard.css': { type: 'text/css; charset=utf-8', body: DASHBOARD_STYLE },
-  '/dashboard.js': { type: 'text/javascript; charset=utf-8', body: DASHBOARD_SCRIPT },
-};
+interface StaticFile {
+  readonly type: string;
+  readonly body: string;
+}
+
+function staticFilesOf(script: string): ReadonlyMap<string, StaticFile> {
+  return new Map([
+    ['/', { type: 'text/html; charset=utf-8', body: DASHBOARD_PAGE }],
+    ['/dashboard.css', { type: 'text/css; charset=utf-8', body: DASHBOARD_STYLE }],
+    ['/dashboard.js', { type: 'text/javascript; charset=utf-8', body: script }],
+  ]);
+}
 
 /** A client error with the status it answers. */
 class HttpError extends Error {
@@ -142,6 +120,7 @@ class HttpError extends Error {
 
 export async function startDashboardServer(options: DashboardServerOptions): Promise<RunningDashboard> {
   const { data } = options;
+  const files = staticFilesOf(await loadDashboardScript());
   const hosts = new HostAllowList({ boundHost: options.host, allowedHosts: options.allowedHosts, optionName: 'allowedHosts' });
   const server = createServer(
     {
@@ -151,9 +130,9 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
       keepAliveTimeout: DASHBOARD_KEEP_ALIVE_TIMEOUT_MS,
     },
     (request, response) => {
-      handle(request, response, data, hosts).catch((error: unknown) => {
+      handle(request, response, data, hosts, files).catch((error: unknown) => {
         const status = error instanceof HttpError ? error.status : isQueueError(error, 'DECLARATION') ? 400 : 500;
-        sendJson(response, status, { error: error instanceof Error ? error.message : String(error) });
+        sendJson(response, status, { error: error instanceof Error ? error.message : String(error) } satisfies ErrorAnswer);
       });
     },
   );
@@ -177,7 +156,13 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
   };
 }
 
-async function handle(request: IncomingMessage, response: ServerResponse, data: DashboardData, hosts: HostAllowList): Promise<void> {
+async function handle(
+  request: IncomingMessage,
+  response: ServerResponse,
+  data: DashboardData,
+  hosts: HostAllowList,
+  files: ReadonlyMap<string, StaticFile>,
+): Promise<void> {
   // A page elsewhere can point a name of its own at this server's address (DNS rebinding); the
   // Host and Origin it sends then name that page's host, which is on no list of ours.
   const localPort = request.socket.localPort ?? 0;
@@ -194,7 +179,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, data: 
   }
   const path = new URL(request.url ?? '/', 'http://localhost').pathname;
   if (request.method === 'POST' && path === '/api/requeue') {
-    sendJson(response, 200, { moved: await requeue(request, data) });
+    sendJson(response, 200, { moved: await requeue(request, data) } satisfies RequeueAnswer);
     return;
   }
   if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -205,7 +190,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, data: 
     response.writeHead(204, { 'cache-control': 'max-age=86400' }).end();
     return;
   }
-  const file = STATIC_FILES[path];
+  const file = files.get(path);
   if (file !== undefined) {
     send(response, 200, file.type, file.body);
     return;
@@ -215,16 +200,16 @@ async function handle(request: IncomingMessage, response: ServerResponse, data: 
       sendJson(response, 200, data.config);
       return;
     case '/api/queues':
-      sendJson(response, 200, { tables: data.queues() });
+      sendJson(response, 200, { tables: data.queues() } satisfies QueuesBody);
       return;
     case '/api/throughput':
-      sendJson(response, 200, { intervalMs: data.config.refreshMs, points: data.throughput() });
+      sendJson(response, 200, { intervalMs: data.config.refreshMs, points: data.throughput() } satisfies ThroughputBody);
       return;
     case '/api/dead-letters':
-      sendJson(response, 200, { tables: data.deadLetters() });
+      sendJson(response, 200, { tables: data.deadLetters() } satisfies DeadLettersBody);
       return;
     case '/api/brokers':
-      sendJson(response, 200, data.brokers());
+      sendJson(response, 200, data.brokers() satisfies BrokersBody);
       return;
   }
   throw new HttpError(404, `nothing at ${path}`);

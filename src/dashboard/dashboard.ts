@@ -10,14 +10,8 @@ import { MAX_TIMER_MS } from '../option-checks.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import { BrokerDirectory } from './broker-directory.js';
 import { BrokerDrainRate } from './broker-drain-rate.js';
-import {
-  startDashboardServer,
-  type DashboardData,
-  type DeadLetterTableView,
-  type DeadLetterView,
-  type RequeueRequest,
-  type RunningDashboard,
-} from './dashboard-server.js';
+import type { DeadLetterTableView, DeadLetterView, RequeueRequest } from './dashboard-api.js';
+import { startDashboardServer, type DashboardData, type RunningDashboard } from './dashboard-server.js';
 import { QueueSampler, type DeadLetterSample, type WatchedTable } from './queue-sampler.js';
 
 export interface DashboardOptions {

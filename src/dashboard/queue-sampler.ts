@@ -2,6 +2,7 @@ import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableI
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import type { BrokerList } from './broker-directory.js';
+import type { ThroughputPoint } from './dashboard-api.js';
 import { queueReadersOf, type QueueReaders } from './queue-readers.js';
 
 /** One inspected table as the dashboard needs it. */
@@ -32,19 +33,6 @@ export interface DeadLetterSample {
   /** Empty without a dead-letter location, or when the read failed. */
   readonly rows: readonly PeekedRow[];
   readonly error: string | null;
-}
-
-/** One point of the throughput chart, summed over every table read in that round. */
-export interface ThroughputPoint {
-  /** Milliseconds since the epoch, host clock. */
-  readonly at: number;
-  /** Ready, delayed and in work, dead letters left out. */
-  readonly depth: number;
-  /**
-   * Rows finished per second since the previous round: from the inspections (see
-   * `drainedBetween`), or from the brokers' own counters when they report a higher rate.
-   */
-  readonly drainedPerSecond: number;
 }
 
 export interface QueueSamplerOptions {

@@ -1,0 +1,551 @@
+/**
+ * The dashboard's page script, served as `/dashboard.js`: browser code, no framework. This folder
+ * compiles on its own (its tsconfig.json: the DOM library and no Node types); `npm run build`
+ * writes the script to dist/, and from the sources `dashboard-script-loader.ts` compiles it. Its
+ * imports are types only, so the browser loads this one file.
+ *
+ * It polls the JSON endpoints every refresh interval and rebuilds each section from text nodes,
+ * never from markup, so nothing read from a queue can become HTML. The throughput chart is inline
+ * SVG drawn here.
+ */
+import type {
+  BrokersBody,
+  DashboardConfig,
+  DeadLettersBody,
+  ErrorAnswer,
+  QueuesBody,
+  QueueTableView,
+  RequeueAnswer,
+  RequeueRequest,
+  ThroughputBody,
+  ThroughputPoint,
+} from '../dashboard-api.js';
+
+const SVG_NAMESPACE = 'http://www.w3.org/2000/svg';
+
+/** Left out when undefined, null or false; an empty attribute when true. */
+type AttributeValue = string | number | boolean | null | undefined;
+type Attributes = Readonly<Record<string, AttributeValue>> | null;
+/** Strings and numbers become text nodes; null and undefined are left out. */
+type Child = Node | string | number | null | undefined;
+type Children = Child | readonly Child[];
+
+/** A subscription of a heartbeat row, as a broker's `stats()` writes it. */
+interface ReportedSubscription {
+  readonly queue: string;
+  readonly form: string;
+  readonly workers: number;
+  readonly inWork: number;
+  readonly handled: number;
+  readonly acked: number;
+  readonly retried: number;
+  readonly deadLettered: number;
+}
+
+/** Per table, the groups of the latest read: the requeue target's suggestions. */
+const latestGroups = new Map<string, readonly string[]>();
+/** Per table, what the operator typed as the requeue target, kept across refreshes. */
+const chosenGroups = new Map<string, string>();
+let noticeTimer: number | undefined;
+let refreshing = false;
+
+function el<Tag extends keyof HTMLElementTagNameMap>(tag: Tag, attributes: Attributes = null, children?: Children): HTMLElementTagNameMap[Tag] {
+  const node = document.createElement(tag);
+  setAttributes(node, attributes);
+  append(node, children);
+  return node;
+}
+
+function svg<Tag extends keyof SVGElementTagNameMap>(tag: Tag, attributes: Attributes = null, children?: Children): SVGElementTagNameMap[Tag] {
+  const node = document.createElementNS(SVG_NAMESPACE, tag);
+  setAttributes(node, attributes);
+  append(node, children);
+  return node;
+}
+
+function setAttributes(node: Element, attributes: Attributes): void {
+  if (attributes === null) return;
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    node.setAttribute(name, value === true ? '' : String(value));
+  }
+}
+
+function append(node: Node, children: Children): void {
+  if (children === undefined || children === null) return;
+  const list: readonly Child[] = Array.isArray(children) ? children : [children];
+  for (const child of list) {
+    if (child === undefined || child === null) continue;
+    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+function byId(id: string): HTMLElement {
+  const found = document.getElementById(id);
+  if (found === null) throw new Error(`the page has no element #${id}`);
+  return found;
+}
+
+function replace(id: string, children: Children): void {
+  const target = byId(id);
+  target.replaceChildren();
+  append(target, children);
+}
+
+function count(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+function duration(ms: number | null): string {
+  if (ms === null) return '–';
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${seconds % 60} s`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}
+
+function numberCell(value: number, name: string): HTMLTableCellElement {
+  return el('td', { class: value === 0 ? 'number zero' : 'number', 'data-count': name }, count(value));
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The body of a 2xx answer; otherwise an error with the server's `error` text. */
+async function answerOf<Body>(response: Response, fallback: string): Promise<Body> {
+  const body = (await response.json()) as Body | Partial<ErrorAnswer> | null;
+  if (!response.ok) {
+    const error = body !== null && typeof body === 'object' && 'error' in body ? body.error : undefined;
+    throw new Error(error ? error : `${fallback} answered ${response.status}`);
+  }
+  return body as Body;
+}
+
+async function getJson<Body>(path: string): Promise<Body> {
+  return answerOf<Body>(await fetch(path, { headers: { accept: 'application/json' } }), path);
+}
+
+function showNotice(text: string): void {
+  document.querySelector('.notice')?.remove();
+  const notice = el('div', { class: 'notice', role: 'status' }, text);
+  document.body.appendChild(notice);
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => notice.remove(), 4000);
+}
+
+function unreadPill(brokers: number): HTMLSpanElement {
+  const reporting = brokers === 1 ? ' broker reads this table and reports' : ' brokers read this table and report';
+  return el(
+    'span',
+    {
+      class: 'pill',
+      'data-unread': true,
+      'data-alert': true,
+      title: `ready rows, and no running broker subscribes to this queue (${count(brokers)}${reporting} heartbeats): check its name`,
+    },
+    'unread',
+  );
+}
+
+function queueCard(table: QueueTableView): HTMLDivElement {
+  const dead = el('span', { class: 'pill', 'data-dead-count': table.deadLettered, 'data-alert': table.deadLettered > 0 }, `dead letters ${count(table.deadLettered)}`);
+  const head = el('div', { class: 'card-head' }, [
+    el('h3', null, table.table),
+    table.deadLetter ? dead : null,
+    table.error ? el('span', { class: 'error' }, table.error) : null,
+  ]);
+  // Rows moved into a dead-letter group lose the group they came from; a dead-letter table keeps it.
+  const deadPerQueue = table.deadLetter !== null && table.deadLetter.kind === 'table';
+  const { readers } = table;
+  const rows = table.groups.map((group) => {
+    const pill = readers !== null && group.group !== null && readers.unreadGroups.includes(group.group) ? unreadPill(readers.brokers) : null;
+    return el('tr', { 'data-queue': group.group === null ? '' : group.group }, [
+      el('td', null, [group.group === null ? '(whole table)' : group.group, pill ? ' ' : null, pill]),
+      numberCell(group.ready, 'ready'),
+      numberCell(group.delayed, 'delayed'),
+      numberCell(group.inWork, 'inWork'),
+      numberCell(group.processed, 'processed'),
+      deadPerQueue ? numberCell(group.deadLettered ?? 0, 'dead') : null,
+      el('td', { class: 'number' }, group.oldestReadyAgeSeconds === null ? '–' : duration(group.oldestReadyAgeSeconds * 1000)),
+    ]);
+  });
+  const grid =
+    rows.length === 0
+      ? el('p', { class: 'empty' }, table.readAt === null ? 'not read yet' : 'no rows')
+      : el('table', null, [
+          el(
+            'thead',
+            null,
+            el('tr', null, [
+              el('th', null, 'queue'),
+              el('th', { class: 'number' }, 'ready'),
+              el('th', { class: 'number' }, 'delayed'),
+              el('th', { class: 'number' }, 'in work'),
+              el('th', { class: 'number' }, 'processed'),
+              deadPerQueue ? el('th', { class: 'number' }, 'dead') : null,
+              el('th', { class: 'number' }, 'oldest ready'),
+            ]),
+          ),
+          el('tbody', null, rows),
+        ]);
+  return el('div', { class: 'card', 'data-table': table.table }, [head, grid]);
+}
+
+function renderQueues(body: QueuesBody): void {
+  latestGroups.clear();
+  for (const table of body.tables) {
+    latestGroups.set(
+      table.table,
+      table.groups.flatMap((group) => (group.group === null ? [] : [group.group])),
+    );
+  }
+  const cards = body.tables.map(queueCard);
+  replace('queues', cards.length === 0 ? el('p', { class: 'empty' }, 'no tables: start the dashboard with --table NAME') : cards);
+}
+
+/** The smallest of 1, 2, 2.5, 5 and 10 times a power of ten that is at least `value`. */
+function niceCeiling(value: number): number {
+  if (value <= 0) return 1;
+  const power = Math.pow(10, Math.floor(Math.log10(value)));
+  for (const step of [1, 2, 2.5, 5, 10]) {
+    if (step * power >= value) return step * power;
+  }
+  return 10 * power;
+}
+
+function renderThroughput(body: ThroughputBody): void {
+  const { points } = body;
+  const width = 760;
+  const height = 220;
+  const left = 52;
+  const right = 52;
+  const top = 12;
+  const bottom = 26;
+  const plotWidth = width - left - right;
+  const plotHeight = height - top - bottom;
+  const peakDrained = points.reduce((peak, point) => Math.max(peak, point.drainedPerSecond), 0);
+  // Depth is a count: its axis goes to 5 at least, so the five steps stay whole numbers.
+  const depthMax = niceCeiling(Math.max(5, points.reduce((peak, point) => Math.max(peak, point.depth), 0)));
+  const drainedMax = niceCeiling(peakDrained);
+  const first = points[0];
+  const last = points.at(-1);
+  const span = first !== undefined && last !== undefined && last.at > first.at ? last.at - first.at : 1;
+  const x = (point: ThroughputPoint): number => left + (first === undefined ? 0 : ((point.at - first.at) / span) * plotWidth);
+  const yDepth = (value: number): number => top + plotHeight - (value / depthMax) * plotHeight;
+  const yDrained = (value: number): number => top + plotHeight - (value / drainedMax) * plotHeight;
+
+  const children: SVGElement[] = [];
+  // Five steps: every ceiling niceCeiling picks (1, 2, 2.5 or 5 times a power of ten) divides into round ones.
+  for (let step = 0; step <= 5; step += 1) {
+    const y = top + (plotHeight * step) / 5;
+    children.push(svg('line', { class: 'grid', x1: left, x2: width - right, y1: y, y2: y }));
+    children.push(svg('text', { x: left - 6, y: y + 4, 'text-anchor': 'end' }, count(Math.round(depthMax * (1 - step / 5)))));
+    children.push(svg('text', { x: width - right + 6, y: y + 4 }, count(Math.round(drainedMax * (1 - step / 5) * 100) / 100)));
+  }
+  if (last !== undefined && points.length > 1) {
+    const depthLine = points.map((point) => `${x(point).toFixed(1)},${yDepth(point.depth).toFixed(1)}`).join(' ');
+    const drainedLine = points.map((point) => `${x(point).toFixed(1)},${yDrained(point.drainedPerSecond).toFixed(1)}`).join(' ');
+    const baseline = (top + plotHeight).toFixed(1);
+    const area = `${left.toFixed(1)},${baseline} ${drainedLine} ${x(last).toFixed(1)},${baseline}`;
+    children.push(svg('polygon', { class: 'drained-area', points: area }));
+    children.push(svg('polyline', { class: 'drained', points: drainedLine }));
+    children.push(svg('polyline', { class: 'depth', points: depthLine }));
+    children.push(svg('text', { x: left, y: height - 6 }, `−${duration(span)}`));
+    children.push(svg('text', { x: width - right, y: height - 6, 'text-anchor': 'end' }, 'now'));
+  } else {
+    children.push(svg('text', { x: width / 2, y: height / 2, 'text-anchor': 'middle' }, 'collecting samples…'));
+  }
+  const chart = svg(
+    'svg',
+    {
+      id: 'throughput-chart',
+      class: 'chart',
+      viewBox: `0 0 ${width} ${height}`,
+      role: 'img',
+      'aria-label': 'queue depth and rows drained per second',
+      'data-points': points.length,
+      'data-peak-drained': peakDrained,
+      'data-depth': last === undefined ? 0 : last.depth,
+    },
+    children,
+  );
+  replace('throughput', chart);
+  replace('throughput-summary', [
+    el('span', { class: 'legend' }, [
+      el('span', { class: 'swatch depth-swatch' }),
+      'depth ',
+      el('strong', { 'data-summary': 'depth' }, last === undefined ? '–' : count(last.depth)),
+    ]),
+    el('span', { class: 'legend' }, [
+      el('span', { class: 'swatch drained-swatch' }),
+      'drained ',
+      el('strong', { 'data-summary': 'drained' }, last === undefined ? '–' : `${count(last.drainedPerSecond)}/s`),
+    ]),
+    el('span', { class: 'legend' }, ['peak ', el('strong', { 'data-summary': 'peak' }, `${count(peakDrained)}/s`)]),
+    el('span', { class: 'legend muted' }, 'depth: ready, delayed and in work (left axis); drained: rows finished per second (right axis)'),
+  ]);
+}
+
+async function requeue(config: DashboardConfig, request: RequeueRequest): Promise<void> {
+  try {
+    const response = await fetch('/api/requeue', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(request),
+    });
+    const { moved } = await answerOf<RequeueAnswer>(response, 'requeue');
+    showNotice(`moved ${count(moved)} dead letter${moved === 1 ? '' : 's'} back`);
+    void refresh(config);
+  } catch (error) {
+    showNotice(messageOf(error));
+  }
+}
+
+/** Where a requeue sends the rows: `group` undefined sends each back to its own queue. */
+interface Destination {
+  readonly group: string | undefined;
+  readonly text: string;
+}
+
+function renderDeadLetters(body: DeadLettersBody, config: DashboardConfig): void {
+  const allowed = config.allowActions;
+  const readOnlyTitle = 'read-only: start the dashboard with --allow-actions';
+  const cards = body.tables.map((table) => {
+    const { location } = table;
+    if (location === null) {
+      return el('div', { class: 'card', 'data-dead-table': table.table }, [
+        el('div', { class: 'card-head' }, [el('h3', null, table.table)]),
+        el('p', { class: 'empty' }, 'not shown: start the dashboard with --dead-letter-group or --dead-letter-table'),
+      ]);
+    }
+    const inGroup = location.startsWith('group:');
+    const listId = `groups-${table.table.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    let target: HTMLInputElement | null = null;
+    if (inGroup) {
+      // Empty until the operator names a queue: a row moved into a dead-letter group no longer
+      // records the group it came from, and a guess would send the rows to the wrong queue.
+      const input = el('input', {
+        'aria-label': 'move to queue',
+        placeholder: 'to queue',
+        list: listId,
+        value: chosenGroups.get(table.table) ?? '',
+        disabled: !allowed,
+      });
+      input.addEventListener('input', () => chosenGroups.set(table.table, input.value));
+      target = input;
+    }
+    // Rows of a dead-letter group go where the operator says; rows of a dead-letter table to their own queue.
+    const destination = (): Destination | null => {
+      if (target === null) return { group: undefined, text: 'their own queues' };
+      const group = target.value.trim();
+      if (group === '') {
+        showNotice('name the queue to move the dead letters into');
+        target.focus();
+        return null;
+      }
+      return { group, text: `queue "${group}"` };
+    };
+    const requeueTo = (to: Destination, ids?: readonly string[]): void => {
+      void requeue(config, { table: table.table, ...(ids ? { ids } : {}), ...(to.group ? { toGroup: to.group } : {}) });
+    };
+    const total = table.deadLettered;
+    const all = el(
+      'button',
+      {
+        type: 'button',
+        'data-action': 'requeue-all',
+        disabled: !allowed || table.rows.length === 0,
+        title: allowed ? 'move every dead letter back' : readOnlyTitle,
+      },
+      'requeue all',
+    );
+    all.addEventListener('click', () => {
+      const to = destination();
+      if (to === null) return;
+      const question = `Move all ${count(total)} dead letter${total === 1 ? '' : 's'} of ${table.table} to ${to.text}?`;
+      if (window.confirm(question)) requeueTo(to);
+    });
+    const rows = table.rows.map((row) => {
+      const button = el(
+        'button',
+        { type: 'button', 'data-action': 'requeue', disabled: !allowed, title: allowed ? 'move this row back to its queue' : readOnlyTitle },
+        'requeue',
+      );
+      button.addEventListener('click', () => {
+        const to = destination();
+        if (to !== null) requeueTo(to, [row.id]);
+      });
+      return el('tr', { 'data-dead-id': row.id }, [
+        el('td', { class: 'mono' }, row.id),
+        inGroup ? null : el('td', null, row.group === null ? '–' : row.group),
+        el('td', { class: 'number', 'data-attempts': true }, row.attemptsMade === null ? '–' : count(row.attemptsMade)),
+        el('td', { class: row.lastError ? 'error' : 'muted', 'data-last-error': true }, row.lastError || 'no error recorded'),
+        el('td', { class: 'mono payload' }, row.payloadPreview),
+        el('td', null, button),
+      ]);
+    });
+    const head = el('div', { class: 'card-head' }, [
+      el('h3', null, table.table),
+      el('span', { class: 'pill' }, location.replace(':', ' ')),
+      el('span', { class: 'spacer' }),
+      target ? el('span', { class: 'muted' }, 'requeue into') : null,
+      target,
+      inGroup ? el('datalist', { id: listId }, (latestGroups.get(table.table) ?? []).map((group) => el('option', { value: group }))) : null,
+      all,
+    ]);
+    const content = table.error
+      ? el('p', { class: 'error' }, table.error)
+      : rows.length === 0
+        ? el('p', { class: 'empty' }, 'no dead letters')
+        : el('table', null, [
+            el(
+              'thead',
+              null,
+              el('tr', null, [
+                el('th', null, 'id'),
+                inGroup ? null : el('th', null, 'queue'),
+                el('th', { class: 'number', title: 'deliveries the row had before it became a dead letter' }, 'attempts'),
+                el('th', null, 'last error'),
+                el('th', null, 'payload'),
+                el('th', null, ''),
+              ]),
+            ),
+            el('tbody', null, rows),
+          ]);
+    return el('div', { class: 'card', 'data-dead-table': table.table }, [head, content]);
+  });
+  // Rebuilding the section would take the text field from under the operator's cursor.
+  const focused = document.activeElement;
+  if (focused instanceof HTMLInputElement && byId('dead-letters').contains(focused)) return;
+  replace('dead-letters', cards);
+}
+
+/** Heartbeat rows come from brokers of any version; a subscription without these fields is left out. */
+function isReportedSubscription(item: unknown): item is ReportedSubscription {
+  if (item === null || typeof item !== 'object') return false;
+  const fields = item as Record<string, unknown>;
+  return (
+    typeof fields['queue'] === 'string' &&
+    typeof fields['form'] === 'string' &&
+    ['workers', 'inWork', 'handled', 'acked', 'retried', 'deadLettered'].every((name) => typeof fields[name] === 'number')
+  );
+}
+
+function subscriptionLine(subscription: ReportedSubscription): HTMLLIElement {
+  const details = [
+    `${subscription.form} form`,
+    `${count(subscription.workers)}${subscription.workers === 1 ? ' worker' : ' workers'}`,
+    `${count(subscription.inWork)} in work`,
+    `${count(subscription.handled)} handled`,
+    `${count(subscription.acked)} acked`,
+    `${count(subscription.retried)} retried`,
+    `${count(subscription.deadLettered)} dead-lettered`,
+  ];
+  return el('li', { 'data-subscription': subscription.queue }, [
+    el('strong', null, subscription.queue),
+    ' ',
+    el('span', { class: 'muted' }, details.join(' · ')),
+  ]);
+}
+
+function renderBrokers(body: BrokersBody): void {
+  if (body.problem) {
+    replace('brokers', el('p', { class: 'empty' }, body.problem));
+    return;
+  }
+  if (body.brokers.length === 0) {
+    replace('brokers', el('p', { class: 'empty' }, `no broker has written to ${body.table} lately; brokers report with the heartbeat option`));
+    return;
+  }
+  const rows = body.brokers.map((broker) => {
+    const subscriptions = broker.subscriptions.filter(isReportedSubscription);
+    return el('tr', { 'data-broker': broker.id }, [
+      el('td', null, [el('div', null, `${broker.host} · pid ${broker.pid}`), el('div', { class: 'mono muted' }, broker.id)]),
+      el('td', { class: 'nowrap' }, duration(broker.startedMsAgo)),
+      el('td', { class: 'nowrap' }, `${duration(broker.seenMsAgo)} ago`),
+      el(
+        'td',
+        null,
+        subscriptions.length === 0 ? el('span', { class: 'muted' }, 'none') : el('ul', { class: 'subscriptions' }, subscriptions.map(subscriptionLine)),
+      ),
+    ]);
+  });
+  const stale =
+    body.staleCount > 0 ? el('p', { class: 'muted' }, `${count(body.staleCount)} older row(s) of brokers that stopped without deleting them are hidden`) : null;
+  replace('brokers', [
+    el(
+      'div',
+      { class: 'card' },
+      el('table', null, [
+        el(
+          'thead',
+          null,
+          el('tr', null, [
+            el('th', null, 'broker'),
+            el('th', { class: 'nowrap' }, 'up'),
+            el('th', { class: 'nowrap' }, 'last seen'),
+            el('th', null, 'subscriptions'),
+          ]),
+        ),
+        el('tbody', null, rows),
+      ]),
+    ),
+    stale,
+  ]);
+}
+
+function setStatus(state: 'live' | 'failed', text: string): void {
+  const status = byId('status');
+  status.setAttribute('data-state', state);
+  status.textContent = text;
+}
+
+/** One read of every endpoint; a refresh asked for while one runs (after a requeue, say) is dropped. */
+async function refresh(config: DashboardConfig): Promise<void> {
+  if (refreshing) return;
+  refreshing = true;
+  try {
+    const [queues, throughput, deadLetters, brokers] = await Promise.all([
+      getJson<QueuesBody>('/api/queues'),
+      getJson<ThroughputBody>('/api/throughput'),
+      getJson<DeadLettersBody>('/api/dead-letters'),
+      getJson<BrokersBody>('/api/brokers'),
+    ]);
+    renderQueues(queues);
+    renderThroughput(throughput);
+    renderDeadLetters(deadLetters, config);
+    renderBrokers(brokers);
+    setStatus('live', `updated ${new Date().toLocaleTimeString()}`);
+  } catch (error) {
+    setStatus('failed', messageOf(error));
+  } finally {
+    refreshing = false;
+  }
+}
+
+async function poll(config: DashboardConfig): Promise<void> {
+  await refresh(config);
+  setTimeout(() => void poll(config), config.refreshMs);
+}
+
+async function start(): Promise<void> {
+  try {
+    const config = await getJson<DashboardConfig>('/api/config');
+    byId('database').textContent = config.database;
+    const mode = byId('mode');
+    mode.textContent = config.allowActions ? 'actions allowed' : 'read-only';
+    mode.setAttribute('data-mode', config.allowActions ? 'actions' : 'read-only');
+    byId('action-note').textContent = config.allowActions
+      ? 'requeue moves dead letters back to their queue with the attempt count reset'
+      : 'read-only: start the dashboard with --allow-actions to requeue dead letters';
+    void poll(config);
+  } catch (error) {
+    setStatus('failed', messageOf(error));
+  }
+}
+
+void start();

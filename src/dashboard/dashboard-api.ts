@@ -1,0 +1,131 @@
+/**
+ * The JSON between the dashboard's server and its page: what each endpoint answers and what a
+ * requeue sends. The page script (`browser/`) is compiled for the browser on its own, so this
+ * module imports nothing: the page reads these types, and the server checks every body it sends
+ * against them (`satisfies`), which keeps the two in step at compile time.
+ */
+
+/** `GET /api/config`: what the page learns once, at load. */
+export interface DashboardConfig {
+  readonly allowActions: boolean;
+  readonly refreshMs: number;
+  readonly tables: readonly string[];
+  readonly heartbeatTable: string;
+  /** For the page's header: `postgres at 127.0.0.1:5432`. */
+  readonly database: string;
+}
+
+/** `GET /api/queues`. */
+export interface QueuesBody {
+  readonly tables: readonly QueueTableView[];
+}
+
+/** One table of `/api/queues` as the page reads it: of the sampler's `TableSnapshot`, what the page shows. */
+export interface QueueTableView {
+  readonly table: string;
+  readonly deadLetter: { readonly kind: 'group' | 'table' } | null;
+  readonly groups: readonly QueueGroupView[];
+  readonly deadLettered: number;
+  /** Milliseconds since the epoch, host clock; null until the first round read the table. */
+  readonly readAt: number | null;
+  readonly error: string | null;
+  /** Live brokers reading the table and the groups with ready rows none of them reads; null when the heartbeats cannot tell. */
+  readonly readers: { readonly brokers: number; readonly unreadGroups: readonly string[] } | null;
+}
+
+/** One group's counts (`GroupCounts`) as the page shows them. */
+export interface QueueGroupView {
+  readonly group: string | null;
+  readonly ready: number;
+  readonly delayed: number;
+  readonly inWork: number;
+  readonly processed: number;
+  readonly oldestReadyAgeSeconds: number | null;
+  readonly deadLettered?: number;
+}
+
+/** `GET /api/throughput`. */
+export interface ThroughputBody {
+  readonly intervalMs: number;
+  readonly points: readonly ThroughputPoint[];
+}
+
+/** One point of the throughput chart, summed over every table read in that round. */
+export interface ThroughputPoint {
+  /** Milliseconds since the epoch, host clock. */
+  readonly at: number;
+  /** Ready, delayed and in work, dead letters left out. */
+  readonly depth: number;
+  /**
+   * Rows finished per second since the previous round: from the inspections (see
+   * `drainedBetween`), or from the brokers' own counters when they report a higher rate.
+   */
+  readonly drainedPerSecond: number;
+}
+
+/** `GET /api/dead-letters`. */
+export interface DeadLettersBody {
+  readonly tables: readonly DeadLetterTableView[];
+}
+
+export interface DeadLetterTableView {
+  readonly table: string;
+  /** `group:<name>` or `table:<name>`; null when the dashboard was not told where dead letters go. */
+  readonly location: string | null;
+  /** Every dead letter of the table, of which `rows` lists the first; what "requeue all" moves. */
+  readonly deadLettered: number;
+  readonly rows: readonly DeadLetterView[];
+  readonly error: string | null;
+}
+
+/** One dead letter as the page lists it. */
+export interface DeadLetterView {
+  readonly id: string;
+  readonly group: string | null;
+  /** The attempt column as stored: one past the attempts made, for a dead letter of any form. */
+  readonly attempt: number | null;
+  /** The deliveries the row had before it became a dead letter (`PeekedRow.attemptsMade`). */
+  readonly attemptsMade: number | null;
+  readonly lastError: string | null;
+  /** The payload as JSON text, cut to `PAYLOAD_PREVIEW_CHARACTERS`. */
+  readonly payloadPreview: string;
+}
+
+/** `GET /api/brokers`: the heartbeat table as the page reads it (the directory's `BrokerList`). */
+export interface BrokersBody {
+  readonly table: string;
+  readonly brokers: readonly BrokerView[];
+  /** Rows of brokers that stopped beating without deleting them (killed, say). */
+  readonly staleCount: number;
+  /** Why the table could not be read; null when read. */
+  readonly problem: string | null;
+}
+
+export interface BrokerView {
+  readonly id: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly seenMsAgo: number;
+  readonly startedMsAgo: number;
+  /** The broker's `stats().subscriptions` as it wrote them, any version: the page checks each before showing it. */
+  readonly subscriptions: readonly unknown[];
+}
+
+/** `POST /api/requeue`'s body. */
+export interface RequeueRequest {
+  readonly table: string;
+  /** Rows to move; all of the table's dead letters when absent. */
+  readonly ids?: readonly string[];
+  /** The queue to move them to, needed when dead letters sit in a group of the same table. */
+  readonly toGroup?: string;
+}
+
+/** `POST /api/requeue`'s answer. */
+export interface RequeueAnswer {
+  readonly moved: number;
+}
+
+/** What every endpoint answers with a status other than 200. */
+export interface ErrorAnswer {
+  readonly error: string;
+}
