@@ -31,7 +31,7 @@ export { defineOutbox, OutboxTable } from './outbox/define-outbox.js';
 export type { OutboxDeclaration } from './outbox/define-outbox.js';
 export { Outbox } from './outbox/outbox.js';
 export { Relay } from './outbox/relay.js';
-export type { RelayStats } from './outbox/relay.js';
+export type { RelayStats } from './outbox/relay-runtime.js';
 export type { RelayOptions } from './outbox/relay-options.js';
 export { OUTBOX_RECORD_ID_HEADER } from './outbox/destination.js';
 export type { OutboxDestination, OutboxRecord, RelayTransaction } from './outbox/destination.js';

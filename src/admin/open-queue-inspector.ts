@@ -248,7 +248,7 @@ export class TableQueueInspector implements QueueInspector {
     const connection = await driver.acquire();
     try {
       // One writer (SQLite): take the write lock at begin, so the copy and the delete see one state.
-      const begin = dialect.session.begin(dialect.capabilities.hasSingleWriter ? { sqliteBegin: 'immediate' } : {});
+      const begin = dialect.session.begin({ sqliteBegin: 'immediate' });
       for (const statement of begin) await connection.execute(bindStatement(statement, {}));
       let result: T;
       try {

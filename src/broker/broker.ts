@@ -39,7 +39,8 @@ import { createDedupeGate, type DedupeGate } from '../outbox/dedupe.js';
 import type { OutboxTable } from '../outbox/define-outbox.js';
 import type { OutboxDestination } from '../outbox/destination.js';
 import { Outbox } from '../outbox/outbox.js';
-import { Relay, type RelayStats } from '../outbox/relay.js';
+import { Relay } from '../outbox/relay.js';
+import type { RelayStats } from '../outbox/relay-runtime.js';
 import { resolveRelayOptions, type RelayOptions } from '../outbox/relay-options.js';
 
 /**

@@ -1,12 +1,6 @@
-import { GROUP_GUARD_COLUMN, type LeaseClaim } from '../dialect/dialect.js';
+import { GROUP_GUARD_COLUMN } from '../dialect/dialect.js';
 import type { Connection } from '../driver/driver.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
-
-/** The session statements a guarded claim ends its transaction with. */
-export interface ClaimSession {
-  readonly commit: Statement;
-  readonly rollback: Statement;
-}
 
 /**
  * Runs the FIFO group guard in the open claim transaction: true when this claim owns the group.
@@ -18,19 +12,4 @@ export async function ownsGroup(connection: Connection, guard: Statement, values
   if (Number(answer?.[GROUP_GUARD_COLUMN]) === 1) return true;
   await connection.execute(bindStatement(rollback, {}));
   return false;
-}
-
-/** A one-statement lease claim; on a guarded FIFO claim (Postgres), inside its own transaction behind the guard. */
-export async function runSingleClaim(
-  connection: Connection,
-  claim: Extract<LeaseClaim, { kind: 'single' }>,
-  values: ParamValues,
-  session: ClaimSession,
-): Promise<Record<string, unknown>[]> {
-  if (claim.guarded === undefined) return (await connection.execute(bindStatement(claim.statement, values))).rows;
-  for (const statement of claim.guarded.begin) await connection.execute(bindStatement(statement, {}));
-  if (!(await ownsGroup(connection, claim.guarded.guard, values, session.rollback))) return [];
-  const rows = (await connection.execute(bindStatement(claim.statement, values))).rows;
-  await connection.execute(bindStatement(session.commit, {}));
-  return rows;
 }

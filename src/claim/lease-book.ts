@@ -1,4 +1,22 @@
 /**
+ * The token a lease is held by (its expiry), and the one a renewal whose outcome is unknown (its
+ * connection broke mid-statement) may have written instead.
+ */
+export class LeaseTokens {
+  token: Date;
+  uncertainToken: Date | undefined;
+
+  constructor(token: Date) {
+    this.token = token;
+  }
+
+  /** The tokens a settlement should try, in order. */
+  candidateTokens(): Date[] {
+    return this.uncertainToken === undefined ? [this.token] : [this.token, this.uncertainToken];
+  }
+}
+
+/**
  * The leases a subscription holds, one slot per claimed row. A slot moves through these states:
  *
  *   held ──keeper round──▶ extending ──▶ held (new token) | lost (row gone or taken)
@@ -12,26 +30,18 @@
  * When a renewal's outcome is unknown (its connection broke mid-statement) the slot keeps both
  * tokens and the settlement tries the new one after the old.
  */
-export class LeaseSlot {
+export class LeaseSlot extends LeaseTokens {
   readonly id: string;
   readonly idValue: unknown;
-  token: Date;
-  /** The token a renewal may or may not have written (outcome unknown). */
-  uncertainToken: Date | undefined;
   isLost = false;
   isSettling = false;
   /** The renewal statement in flight for this row, if any. */
   extension: Promise<void> | undefined;
 
   constructor(id: string, idValue: unknown, token: Date) {
+    super(token);
     this.id = id;
     this.idValue = idValue;
-    this.token = token;
-  }
-
-  /** The tokens a settlement should try, in order. */
-  candidateTokens(): Date[] {
-    return this.uncertainToken === undefined ? [this.token] : [this.token, this.uncertainToken];
   }
 }
 

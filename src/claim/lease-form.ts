@@ -1,17 +1,16 @@
 import type { LeaseClaim } from '../dialect/dialect.js';
 import type { Connection } from '../driver/driver.js';
 import { LeaseLostError } from '../errors.js';
-import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { commitsHandlerWrites, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
-import { ownsGroup, runSingleClaim } from './claim-guard.js';
 import type { FormContext } from './form-context.js';
 import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
 import { LeaseClaimGatherer } from './lease-claim-gatherer.js';
+import { LeaseClaimer } from './lease-claimer.js';
 import { LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
 import { LeaseDeliveryTransaction } from './lease-delivery-transaction.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { readClaimedRow } from './row-values.js';
-import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 
 export interface LeaseFormOptions {
   readonly leaseMs: number;
@@ -56,8 +55,7 @@ export class LeaseForm implements ClaimForm {
   readonly #options: LeaseFormOptions;
   readonly #statements: LeaseStatementSet;
   readonly #book = new LeaseBook();
-  /** `stampAll` statements by row count (powers of two). */
-  readonly #stampAll = new Map<number, Statement>();
+  readonly #claimer: LeaseClaimer;
   readonly #keeper: LeaseKeeper;
   readonly #coalesced: LeaseCoalescedSettlements | undefined;
   /** Single-statement claims that run side by side (Postgres without FIFO groups), gathered per turn. */
@@ -70,6 +68,8 @@ export class LeaseForm implements ClaimForm {
     this.#options = options;
     this.holdsConnection = context.transactional;
     this.#statements = renderLeaseStatements(context);
+    const { claim, commit, rollback } = this.#statements;
+    this.#claimer = new LeaseClaimer({ claim, commit, rollback, idColumn: context.spec.id.column, stopsAtFirstTaken: false });
     this.#keeper = new LeaseKeeper({
       driver: context.driver,
       book: this.#book,
@@ -85,7 +85,6 @@ export class LeaseForm implements ClaimForm {
       windowMs === undefined || context.transactional
         ? undefined
         : new LeaseCoalescedSettlements({ ...context, windowMs });
-    const claim = this.#statements.claim;
     const isParallelSingleStatement =
       claim.kind === 'single' && claim.guarded === undefined && !context.dialect.capabilities.hasSingleWriter;
     this.#gatherer =
@@ -96,11 +95,8 @@ export class LeaseForm implements ClaimForm {
 
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
-    const { claim, extend, release, confirm, settlements } = this.#statements;
-    const claims =
-      claim.kind === 'single'
-        ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
-        : [...(claim.guard ? [claim.guard] : []), claim.select, claim.stamp];
+    const { extend, release, confirm, settlements } = this.#statements;
+    const claims = this.#claimer.statements;
     const transactional = this.#context.transactional ? [confirm] : [];
     const coalesced = this.#coalesced?.statements ?? [];
     return [...claims, extend, release, ...transactional, ...Object.values(settlements).flat(), ...coalesced];
@@ -120,14 +116,10 @@ export class LeaseForm implements ClaimForm {
     const lockedUntil = leaseExpiry(now, this.#options.leaseMs);
     // Transactional mode is for single deliveries: each holds the connection its claim ran on.
     const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
-    const claim = this.#statements.claim;
     const connection = await driver.acquire();
     let rows: Record<string, unknown>[];
     try {
-      rows =
-        claim.kind === 'single'
-          ? await runSingleClaim(connection, claim, values, this.#statements)
-          : await this.#selectThenStamp(connection, claim, values);
+      rows = (await this.#claimer.claimOn(connection, values)) ?? [];
     } catch (error) {
       connection.destroy();
       throw error;
@@ -176,49 +168,6 @@ export class LeaseForm implements ClaimForm {
     }
     const delivery = new LeaseDeliveryTransaction(connection, claimed.id, this.#statements.rollback);
     return this.#hold(claimed, lockedUntil, delivery);
-  }
-
-  /** MySQL/MariaDB: select with row locks, stamp each row still claimable, commit. */
-  async #selectThenStamp(
-    connection: Connection,
-    claim: Extract<LeaseClaim, { kind: 'selectThenStamp' }>,
-    values: ParamValues,
-  ): Promise<Record<string, unknown>[]> {
-    const { spec } = this.#context;
-    for (const statement of claim.begin) await connection.execute(bindStatement(statement, {}));
-    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values, this.#statements.rollback))) return [];
-    const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
-    if (selected.length > 1 && claim.stampAll !== undefined) {
-      const ids = selected.map((row) => row[spec.id.column]);
-      // Padded to a power of two with the last id, so few texts are ever prepared.
-      const stampAll = this.#stampAllFor(claim.stampAll, ids.length);
-      const { affectedRows } = await connection.execute(bindRepeated(stampAll, ids.map((id) => ({ id })), values, 'id'));
-      // The select locked every row it returned; if one was not stamped, which one is unknown, so
-      // the claim takes nothing and its rows stay where they were.
-      if (affectedRows !== ids.length) {
-        await connection.execute(bindStatement(this.#statements.rollback, {}));
-        return [];
-      }
-      await connection.execute(bindStatement(this.#statements.commit, {}));
-      return selected;
-    }
-    const stamped: Record<string, unknown>[] = [];
-    for (const row of selected) {
-      const stamp = bindStatement(claim.stamp, { ...values, id: row[spec.id.column] });
-      if ((await connection.execute(stamp)).affectedRows > 0) stamped.push(row);
-    }
-    await connection.execute(bindStatement(this.#statements.commit, {}));
-    return stamped;
-  }
-
-  #stampAllFor(render: (rowCount: number) => Statement, idCount: number): Statement {
-    const rowCount = powerOfTwoAtLeast(idCount);
-    let statement = this.#stampAll.get(rowCount);
-    if (statement === undefined) {
-      statement = render(rowCount);
-      this.#stampAll.set(rowCount, statement);
-    }
-    return statement;
   }
 
   /**

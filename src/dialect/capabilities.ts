@@ -7,6 +7,7 @@ export const POSTGRES_CAPABILITIES: DialectCapabilities = Object.freeze({
   supportsDeleteReturning: true,
   supportsInsertReturning: true,
   hasSingleWriter: false,
+  sharesSessionWithService: false,
   leaseClaimLocksRows: false,
   leaseClaimReturnsCountedAttempt: false,
   // READ UNCOMMITTED is accepted by Postgres but runs as READ COMMITTED: not offered.
@@ -23,6 +24,7 @@ export function mysqlCapabilities(options: { mariadb: boolean }): DialectCapabil
     supportsDeleteReturning: options.mariadb,
     supportsInsertReturning: options.mariadb,
     hasSingleWriter: false,
+    sharesSessionWithService: false,
     leaseClaimLocksRows: true,
     leaseClaimReturnsCountedAttempt: false,
     isolationLevels: Object.freeze(['read uncommitted', 'read committed', 'repeatable read', 'serializable'] as const),
@@ -37,6 +39,8 @@ export const SQLITE_CAPABILITIES: DialectCapabilities = Object.freeze({
   supportsDeleteReturning: true,
   supportsInsertReturning: true,
   hasSingleWriter: true,
+  // A broker given the service's handle runs its statements on the session the service writes on.
+  sharesSessionWithService: true,
   leaseClaimLocksRows: false,
   // The claim is one `UPDATE … RETURNING`, which returns rows as written: attempt already counted.
   leaseClaimReturnsCountedAttempt: true,

@@ -17,6 +17,13 @@ export interface DialectCapabilities {
   readonly supportsInsertReturning: boolean;
   /** One writer at a time: only one claim may run at once (WP-7). */
   readonly hasSingleWriter: boolean;
+  /**
+   * The pool may be a session the service also uses directly (SQLite's one handle), with a
+   * transaction of its own open that no driver sees: a statement run then joins it. Work that
+   * must commit on its own (the relay's claim and its send into the same database) begins a
+   * transaction first, and a BEGIN refused there means the service's transaction is open.
+   */
+  readonly sharesSessionWithService: boolean;
   /** The lease claim is a multi-statement transaction that locks what it reads (WP-7). */
   readonly leaseClaimLocksRows: boolean;
   /** The lease claim statement returns rows whose attempt is already counted. */

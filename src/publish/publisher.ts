@@ -138,7 +138,7 @@ export class Publisher {
     const { driver, dialect } = this.#options;
     const session = dialect.session;
     // One writer (SQLite): take the write lock at begin, not at the first insert.
-    const begin = session.begin(dialect.capabilities.hasSingleWriter ? { sqliteBegin: 'immediate' } : {});
+    const begin = session.begin({ sqliteBegin: 'immediate' });
     const connection = await driver.acquire();
     try {
       for (const statement of begin) await connection.execute(bindStatement(statement, {}));

@@ -35,6 +35,8 @@ describe('mysql capabilities', () => {
       supportsUpdateReturning: false,
       supportsDeleteReturning: false,
       supportsInsertReturning: false,
+      hasSingleWriter: false,
+      sharesSessionWithService: false,
       leaseClaimLocksRows: true,
       leaseClaimReturnsCountedAttempt: false,
     });

@@ -28,6 +28,19 @@ function metaWithLastError(placeholder: string): string {
   return `CASE jsonb_typeof(${stored}) WHEN 'object' THEN ${stored} || jsonb_build_object('tablequeue-last-error', ${placeholder}::text) ELSE ${stored} END`;
 }
 
+describe('postgres capabilities', () => {
+  it('claims side by side on sessions of its own, with row locks, session locks and LISTEN', () => {
+    expect(postgres.capabilities).toMatchObject({
+      supportsRowLock: true,
+      hasSingleWriter: false,
+      sharesSessionWithService: false,
+      leaseClaimLocksRows: false,
+      supportsSessionLocks: true,
+      supportsListenNotify: true,
+    });
+  });
+});
+
 describe('postgres session', () => {
   it('begins at the server default level, or at the declared one', () => {
     expect(postgres.session.begin().map(statementText)).toEqual([{ name: 'session.begin', sql: 'BEGIN', params: [] }]);

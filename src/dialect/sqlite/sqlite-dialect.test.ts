@@ -25,10 +25,11 @@ const META_WITH_LAST_ERROR =
   "WHEN 'object' THEN json_set(COALESCE(NULLIF(`meta`, ''), '{}'), '$.\"tablequeue-last-error\"', ?) ELSE `meta` END ELSE `meta` END";
 
 describe('sqlite capabilities', () => {
-  it('has one writer, no row locks, and returns the counted attempt from the lease claim', () => {
+  it('has one writer, shares its session with the service, no row locks, and returns the counted attempt from the lease claim', () => {
     expect(sqlite.capabilities).toMatchObject({
       supportsRowLock: false,
       hasSingleWriter: true,
+      sharesSessionWithService: true,
       leaseClaimReturnsCountedAttempt: true,
       isolationLevels: [],
     });

@@ -1,0 +1,138 @@
+import type { LeaseClaim } from '../dialect/dialect.js';
+import type { Connection, Driver } from '../driver/driver.js';
+import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
+import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { ownsGroup } from './claim-guard.js';
+
+export interface LeaseClaimerOptions {
+  readonly claim: LeaseClaim;
+  readonly commit: Statement;
+  readonly rollback: Statement;
+  /** The id column: the select-then-stamp form stamps each selected row by it. */
+  readonly idColumn: string;
+  /**
+   * A transaction of the claim's own around a one-statement claim that opens none (see
+   * `DialectCapabilities.sharesSessionWithService`); undefined runs the statement as it is.
+   */
+  readonly ownTransaction?: readonly Statement[] | undefined;
+  /**
+   * Select-then-stamp: stop at the first selected row that could not be stamped, so the rows
+   * taken are the first ones with no gap (the relay's batch of one name). Otherwise such a row is
+   * skipped and the others taken.
+   */
+  readonly stopsAtFirstTaken: boolean;
+}
+
+/**
+ * Runs a lease claim, whichever shape the dialect gave it: one statement (Postgres, SQLite), on a
+ * FIFO table inside its own transaction behind the group guard (Postgres), or a select that locks
+ * the rows and a stamp of each (MySQL, MariaDB). Every claim ends the transaction it opened, so
+ * the connection is left with none open; the rows it returns carry the lease the values named.
+ * The lease form and the outbox relay both claim through it.
+ */
+export class LeaseClaimer {
+  readonly #options: LeaseClaimerOptions;
+  /** `stampAll` statements by row count (powers of two). */
+  readonly #stampAll = new Map<number, Statement>();
+
+  constructor(options: LeaseClaimerOptions) {
+    this.#options = options;
+  }
+
+  /** The claim's statements, for the start-up prepare check. */
+  get statements(): Statement[] {
+    const { claim } = this.#options;
+    return claim.kind === 'single'
+      ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
+      : [...(claim.guard ? [claim.guard] : []), claim.select, claim.stamp];
+  }
+
+  /**
+   * Claims on a connection of its own, released afterwards (destroyed after a failure). Undefined
+   * when the claim's own transaction could not begin: the session was inside one of the service's.
+   */
+  async claim(driver: Driver, values: ParamValues): Promise<Record<string, unknown>[] | undefined> {
+    const connection = await driver.acquire();
+    let rows: Record<string, unknown>[] | undefined;
+    try {
+      rows = await this.claimOn(connection, values);
+    } catch (error) {
+      connection.destroy();
+      throw error;
+    }
+    connection.release();
+    return rows;
+  }
+
+  /**
+   * Claims on `connection` and leaves no transaction open on it. Throws when a statement failed,
+   * and the connection's state is then unknown; undefined as for `claim`.
+   */
+  async claimOn(connection: Connection, values: ParamValues): Promise<Record<string, unknown>[] | undefined> {
+    const { claim, ownTransaction } = this.#options;
+    if (claim.kind === 'selectThenStamp') return this.#selectThenStamp(connection, claim, values);
+    if (claim.guarded !== undefined) {
+      await runAll(connection, claim.guarded.begin);
+      if (!(await ownsGroup(connection, claim.guarded.guard, values, this.#options.rollback))) return [];
+      return this.#commitAfter(connection, (await connection.execute(bindStatement(claim.statement, values))).rows);
+    }
+    if (ownTransaction === undefined) return (await connection.execute(bindStatement(claim.statement, values))).rows;
+    try {
+      await runAll(connection, ownTransaction);
+    } catch {
+      return undefined;
+    }
+    return this.#commitAfter(connection, (await connection.execute(bindStatement(claim.statement, values))).rows);
+  }
+
+  /** The guard (FIFO tables) and the select lock the rows; a stamp leases each, or one stamps all. */
+  async #selectThenStamp(
+    connection: Connection,
+    claim: Extract<LeaseClaim, { kind: 'selectThenStamp' }>,
+    values: ParamValues,
+  ): Promise<Record<string, unknown>[]> {
+    const { idColumn, rollback } = this.#options;
+    await runAll(connection, claim.begin);
+    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values, rollback))) return [];
+    const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
+    if (selected.length > 1 && claim.stampAll !== undefined) {
+      const ids = selected.map((row) => row[idColumn]);
+      // Padded to a power of two with the last id, so few texts are ever prepared.
+      const stampAll = this.#stampAllFor(claim.stampAll, ids.length);
+      const { affectedRows } = await connection.execute(bindRepeated(stampAll, ids.map((id) => ({ id })), values, 'id'));
+      // The select locked every row it returned; if one was not stamped, which one is unknown, so
+      // the claim takes nothing and its rows stay where they were.
+      if (affectedRows !== ids.length) {
+        await connection.execute(bindStatement(rollback, {}));
+        return [];
+      }
+      return this.#commitAfter(connection, selected);
+    }
+    const stamped: Record<string, unknown>[] = [];
+    for (const row of selected) {
+      const stamp = bindStatement(claim.stamp, { ...values, id: row[idColumn] });
+      if ((await connection.execute(stamp)).affectedRows > 0) stamped.push(row);
+      else if (this.#options.stopsAtFirstTaken) break;
+    }
+    return this.#commitAfter(connection, stamped);
+  }
+
+  async #commitAfter(connection: Connection, rows: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+    await connection.execute(bindStatement(this.#options.commit, {}));
+    return rows;
+  }
+
+  #stampAllFor(render: (rowCount: number) => Statement, idCount: number): Statement {
+    const rowCount = powerOfTwoAtLeast(idCount);
+    let statement = this.#stampAll.get(rowCount);
+    if (statement === undefined) {
+      statement = render(rowCount);
+      this.#stampAll.set(rowCount, statement);
+    }
+    return statement;
+  }
+}
+
+async function runAll(connection: Connection, statements: readonly Statement[]): Promise<void> {
+  for (const statement of statements) await connection.execute(bindStatement(statement, {}));
+}
