@@ -40,17 +40,18 @@ export function createPostgresStand(serverUrl: string): Stand {
 export const postgresStand = createPostgresStand(process.env[POSTGRES_URL_VARIABLE] ?? DEFAULT_POSTGRES_URL);
 
 function openTestDatabase(options: { serverUrl: string; name: string; url: string; admin: pg.Client }): TestDatabase {
-  const { serverUrl, name, url, admin } = options;
+  const { serverUrl, name, url } = options;
+  const admin = new AdminSessions(url, options.admin);
   const drivers: Driver[] = [];
   return {
     brokerDatabase: url,
     url,
     async exec(sql) {
       // The simple query protocol runs several statements in one text.
-      await admin.query(sql);
+      await admin.run((client) => client.query(sql));
     },
     async query<Row>(sql: string, params: readonly unknown[] = []) {
-      const result = await admin.query(sql, [...params]);
+      const result = await admin.run((client) => client.query(sql, [...params]));
       return result.rows as Row[];
     },
     async openDriver(driverOptions) {
@@ -61,7 +62,7 @@ function openTestDatabase(options: { serverUrl: string; name: string; url: strin
     },
     async drop() {
       await Promise.allSettled(drivers.map((driver) => driver.close()));
-      await admin.end().catch(() => undefined);
+      await admin.end();
       await withServerClient(serverUrl, async (server) => {
         // Sessions a test left behind (a killed driver, a child process) would block the drop.
         await server.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
@@ -69,6 +70,45 @@ function openTestDatabase(options: { serverUrl: string; name: string; url: strin
       });
     },
   };
+}
+
+/**
+ * The test's admin sessions. Queries one after another share one kept session, so "every session
+ * but the admin's own" (`pid <> pg_backend_pid()`) still means the sessions under test; a query
+ * that arrives while that session is busy (a handler's query beside the test's) gets a session of
+ * its own, ended after it: pg 8 deprecates queueing a query behind another on one client, and
+ * pg 9 refuses it.
+ */
+class AdminSessions {
+  readonly #url: string;
+  readonly #kept: pg.Client;
+  #isKeptBusy = false;
+
+  constructor(url: string, kept: pg.Client) {
+    this.#url = url;
+    this.#kept = kept;
+  }
+
+  async run<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    if (!this.#isKeptBusy) {
+      this.#isKeptBusy = true;
+      try {
+        return await work(this.#kept);
+      } finally {
+        this.#isKeptBusy = false;
+      }
+    }
+    const own = await connect(this.#url);
+    try {
+      return await work(own);
+    } finally {
+      await own.end().catch(() => undefined);
+    }
+  }
+
+  async end(): Promise<void> {
+    await this.#kept.end().catch(() => undefined);
+  }
 }
 
 async function connect(url: string): Promise<pg.Client> {

@@ -7,6 +7,7 @@ import { createDeferred } from '../../src/internal/deferred.js';
 import { Broker, type QueueTable } from '../../src/index.js';
 import type { Dialog } from 'playwright-core';
 import { countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase, waitUntil } from '../fixtures.js';
+import { describeWhenLive } from '../require-live.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { TestDatabase } from '../stand.js';
 import {
@@ -37,24 +38,10 @@ export function dashboardSuite(context: SuiteContext): void {
   dashboardReadsSuite(context);
   // The dashboard reads the database from a process of its own.
   if (!stand.capabilities.supportsProcesses) return;
-  if (!isChromiumInstalled()) {
-    const reason = `Chromium is not at ${chromiumPath()}; install Debian's chromium or set CHROMIUM_PATH`;
-    if (process.env['REQUIRE_LIVE'] === '1') {
-      describe('dashboard', () => {
-        it('has a browser to test in (REQUIRE_LIVE=1)', () => {
-          throw new Error(`${reason}; REQUIRE_LIVE=1 forbids skipping the dashboard`);
-        });
-      });
-    } else {
-      console.warn(`skipping the dashboard suite: ${reason}`);
-      describe('dashboard', () => {
-        it.skip(`needs a browser: ${reason}`, () => undefined);
-      });
-    }
-    return;
-  }
-
-  describe('dashboard', () => {
+  const missingBrowser = isChromiumInstalled()
+    ? undefined
+    : `Chromium is not at ${chromiumPath()}; install Debian's chromium or set CHROMIUM_PATH`;
+  describeWhenLive('dashboard', missingBrowser, () => {
     const table: QueueTable = jobsTable({ form: 'lease' });
     const gate = createDeferred();
     let db: TestDatabase;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { describe, it } from 'vitest';
+import { describeWhenLive } from '../require-live.js';
 
 export const NATS_URL_VARIABLE = 'NATS_URL';
 export const AMQP_URL_VARIABLE = 'AMQP_URL';
@@ -40,30 +40,14 @@ export function isReachable(address: { host: string; port: number }): Promise<bo
   });
 }
 
-/**
- * Registers `body` when the server answers. An unreachable server skips it with the reason
- * logged, or, with `REQUIRE_LIVE=1`, registers a test that fails naming the variable to set.
- */
+/** Registers `body` when the server answers; see `describeWhenLive` for one that does not. */
 export async function describeWithServer(
   name: string,
   server: { readonly address: { host: string; port: number }; readonly variable: string },
   body: () => void,
 ): Promise<void> {
-  if (await isReachable(server.address)) {
-    describe(name, body);
-    return;
-  }
-  const reason =
-    `${name}: nothing answers at ${server.address.host}:${server.address.port}; ` +
-    `start the server or set ${server.variable} to one that answers`;
-  if (process.env['REQUIRE_LIVE'] === '1') {
-    describe(name, () => {
-      it('is reachable (REQUIRE_LIVE=1)', () => {
-        throw new Error(`${reason}; REQUIRE_LIVE=1 forbids skipping it`);
-      });
-    });
-    return;
-  }
-  console.warn(`skipping ${reason}`);
-  describe.skip(name, body);
+  const missing = (await isReachable(server.address))
+    ? undefined
+    : `nothing answers at ${server.address.host}:${server.address.port}; start the server or set ${server.variable} to one that answers`;
+  describeWhenLive(name, missing, body);
 }

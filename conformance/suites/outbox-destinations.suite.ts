@@ -11,6 +11,7 @@ import {
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
 import { Collector, countRows, createBroker, stopAll, waitForDatabase, waitUntil } from '../fixtures.js';
 import { spawnRelay } from '../processes/outbox-spawn-relay.js';
+import { skipTestWhenMissing } from '../require-live.js';
 import type { SuiteContext } from '../run-conformance.js';
 import { JetStreamFixture, RabbitMqFixture, type ReceivedMessage } from './outbox-destinations-fixtures.js';
 import { TcpProxy } from './outbox-destinations-proxy.js';
@@ -116,10 +117,7 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
     async function targetOf(kind: DestinationKind, test: TestContext): Promise<Target> {
       if (!reachable[kind]) {
         const { address, variable } = SERVERS[kind];
-        const reason = `nothing answers at ${address.host}:${address.port}; start the server or set ${variable}`;
-        if (process.env['REQUIRE_LIVE'] === '1') throw new Error(`${reason}; REQUIRE_LIVE=1 forbids skipping it`);
-        console.warn(`skipping: ${reason}`);
-        test.skip();
+        skipTestWhenMissing(test, `nothing answers at ${address.host}:${address.port}; start the server or set ${variable}`);
       }
       if (kind === 'nats') {
         const fixture = (jetStream = await JetStreamFixture.open());
