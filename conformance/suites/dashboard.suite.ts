@@ -1,12 +1,13 @@
 import { Agent, request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
+import type { DeadLettersBody } from '../../src/dashboard/dashboard-api.js';
 import { openDashboard } from '../../src/dashboard/dashboard.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import { Broker, type QueueTable } from '../../src/index.js';
 import type { Dialog } from 'playwright-core';
-import { countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase, waitUntil } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase } from '../fixtures.js';
 import { describeWhenLive } from '../require-live.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { TestDatabase } from '../stand.js';
@@ -31,7 +32,8 @@ const BULK_ROWS = 400;
 /**
  * `tablequeue dashboard` end to end: the command in a process of its own, the page in headless
  * Chromium, rows written by one broker of this process (which also drains and beats). The
- * tests of this suite share one database, one browser and one broker, and run in order.
+ * tests share one database, one browser and one broker, but each begins from the same rows, so
+ * any of them runs alone or in any order.
  */
 export function dashboardSuite(context: SuiteContext): void {
   const { stand } = context;
@@ -50,24 +52,26 @@ export function dashboardSuite(context: SuiteContext): void {
     let browser: BrowserSession;
     let readOnly: DashboardProcess;
     let withActions: DashboardProcess;
+    /** The dead letters every test begins with (see `beforeEach`). */
+    let deadIds: string[];
+    const commonFlags = () => ['--database', db.url!, '--dead-letter-group', 'dead', '--refresh-ms', REFRESH_MS];
 
+    // The browser, the two dashboard processes and the beating broker take seconds to start, so
+    // the tests share them; each test starts from the same rows (beforeEach), and a test that
+    // stops a process or needs a history of its own starts its own.
     beforeAll(async () => {
       db = await stand.createDatabase();
       await createTable(stand, db, table);
       driver = await db.openDriver({ poolSize: 2 });
-      broker = new Broker({
-        database: db.brokerDatabase as string,
-        pollIntervalMs: 50,
-        stopTimeoutMs: 5_000,
-        heartbeat: { table: HEARTBEAT_TABLE, intervalMs: 200 },
-      });
+      broker = beatingBroker(db, HEARTBEAT_TABLE);
+      // Reads the table but never "emails", whose ready rows are therefore unread.
       broker.subscribe(table.queue('bulk'), () => gate.promise, { workers: 4 });
       await broker.start();
-      const common = ['--database', db.url!, '--table', 'jobs', '--dead-letter-group', 'dead', '--heartbeat-table', HEARTBEAT_TABLE];
+      const flags = [...commonFlags(), '--table', 'jobs', '--heartbeat-table', HEARTBEAT_TABLE];
       [browser, readOnly, withActions] = await Promise.all([
         launchBrowser(),
-        startDashboardProcess([...common, '--refresh-ms', REFRESH_MS]),
-        startDashboardProcess([...common, '--refresh-ms', REFRESH_MS, '--allow-actions', '--allowed-host', ALLOWED_HOST]),
+        startDashboardProcess(flags),
+        startDashboardProcess([...flags, '--allow-actions', '--allowed-host', ALLOWED_HOST]),
       ]);
     });
 
@@ -78,18 +82,37 @@ export function dashboardSuite(context: SuiteContext): void {
       await db?.drop();
     });
 
-    it('lists a queue with its ready, delayed, in-work and dead counts', async () => {
+    /**
+     * Every test begins with the same rows in "emails": three ready, one held by a live lease (as
+     * a broker of another process would hold it), two delayed by an hour; and two dead letters
+     * whose last errors hold markup. Both dashboards have sampled them before the test begins.
+     */
+    beforeEach(async () => {
+      await db.exec('DELETE FROM jobs');
       const emails = table.queue('emails');
       const ids = await Promise.all([1, 2, 3, 4].map((n) => broker.publish(emails, { n })));
       await broker.publish(emails, { n: 5 }, { delayMs: 3_600_000 });
       await broker.publish(emails, { n: 6 }, { delayMs: 3_600_000 });
-      // A live lease, as a broker of another process would hold it.
       const leaseSql = `UPDATE jobs SET locked_until = ${placeholder(stand, 1)} WHERE id = ${placeholder(stand, 2)}`;
       await driver.execute({ name: 'test.lease', sql: leaseSql, values: [new Date(Date.now() + 3_600_000), ids[0]] });
+      deadIds = [];
       for (const n of [1, 2]) {
-        await broker.publish(table.queue('dead'), { n, to: '<b>ops</b>' }, { headers: { [LAST_ERROR_HEADER]: `smtp refused <${n}>` } });
+        const headers = { [LAST_ERROR_HEADER]: `smtp refused <${n}>` };
+        deadIds.push(await broker.publish(table.queue('dead'), { n, to: '<b>ops</b>' }, { headers }));
       }
+      // The dashboards sample in processes of their own: ask each until its latest round (which
+      // reads counts and dead letters together) lists these dead letters.
+      const expected = JSON.stringify([...deadIds].sort());
+      for (const dashboard of [readOnly, withActions]) {
+        await waitForDatabase(
+          async () => JSON.stringify(deadLetterIdsOf((await sendRaw(`${dashboard.url}api/dead-letters`)).body).sort()) === expected,
+          10_000,
+          'the dashboard to sample the rows',
+        );
+      }
+    });
 
+    it('lists a queue with its ready, delayed, in-work and dead counts', async () => {
       const { page } = browser;
       await page.goto(readOnly.url);
       const row = '[data-table="jobs"] tr[data-queue="emails"]';
@@ -109,7 +132,7 @@ export function dashboardSuite(context: SuiteContext): void {
     it('refuses a requeue without --allow-actions, and its page offers none', async () => {
       const { page } = browser;
       await page.goto(readOnly.url);
-      await page.locator('button[data-action="requeue"]').first().waitFor();
+      await page.locator('[data-dead-table="jobs"] tr[data-dead-id]').nth(1).waitFor();
       const buttons = page.locator('button[data-action="requeue"], button[data-action="requeue-all"]');
       expect(await buttons.count()).toBe(3);
       for (const button of await buttons.all()) expect(await button.isDisabled()).toBe(true);
@@ -167,9 +190,9 @@ export function dashboardSuite(context: SuiteContext): void {
       const { page } = browser;
       await page.goto(withActions.url);
       const card = '[data-dead-table="jobs"]';
-      await page.locator(`${card} tr[data-dead-id]`).first().waitFor();
+      await page.locator(`${card} tr[data-dead-id]`).nth(1).waitFor();
       await page.locator(`${card} input`).fill('emails');
-      const questions: string[] = [];
+      const questions = new Collector<string>();
       let answer = false;
       const onDialog = (dialog: Dialog) => {
         questions.push(dialog.message());
@@ -178,14 +201,14 @@ export function dashboardSuite(context: SuiteContext): void {
       page.on('dialog', onDialog);
       try {
         await page.locator(`${card} button[data-action="requeue-all"]`).click();
-        await waitUntil(() => questions.length === 1, 10_000, 'the confirmation');
-        expect(questions[0]).toBe('Move all 1 dead letter of jobs to queue "emails"?');
-        expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(1);
+        await questions.waitFor(1, 10_000);
+        expect(questions.items).toEqual(['Move all 2 dead letters of jobs to queue "emails"?']);
+        expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(2);
 
         answer = true;
         await page.locator(`${card} button[data-action="requeue-all"]`).click();
         await waitForText(page, '[data-table="jobs"] [data-dead-count]', 'dead letters 0');
-        expect(questions).toHaveLength(2);
+        expect(questions.items).toHaveLength(2);
         expect(await countRows(db, 'jobs', "queue = 'dead'")).toBe(0);
         expect(await countRows(db, 'jobs', "queue = 'emails'")).toBe(8);
       } finally {
@@ -201,31 +224,68 @@ export function dashboardSuite(context: SuiteContext): void {
     });
 
     it('updates the throughput chart while a broker drains', async () => {
-      const { page } = browser;
-      await page.goto(readOnly.url);
-      await broker.publishMany(
-        table.queue('bulk'),
-        Array.from({ length: BULK_ROWS }, (_, n) => ({ payload: { n } })),
-      );
-      await waitForChart(page, 'data-depth', { atLeast: BULK_ROWS });
-      expect(await page.locator('#throughput-chart').getAttribute('data-peak-drained')).toBe('0');
+      // A history of its own: a table, a broker and a dashboard that have seen nothing else drain.
+      const drainTable = jobsTable({ form: 'lease', name: 'drain_jobs' });
+      await createTable(stand, db, drainTable);
+      const drained = createDeferred();
+      const drainer = beatingBroker(db, 'tq_drain_brokers');
+      drainer.subscribe(drainTable.queue('bulk'), () => drained.promise, { workers: 4 });
+      await drainer.start();
+      const dashboard = await startDashboardProcess([...commonFlags(), '--table', 'drain_jobs', '--heartbeat-table', 'tq_drain_brokers']);
+      try {
+        const { page } = browser;
+        await page.goto(dashboard.url);
+        await drainer.publishMany(
+          drainTable.queue('bulk'),
+          Array.from({ length: BULK_ROWS }, (_, n) => ({ payload: { n } })),
+        );
+        await waitForChart(page, 'data-depth', { atLeast: BULK_ROWS });
+        expect(await page.locator('#throughput-chart').getAttribute('data-peak-drained')).toBe('0');
 
-      gate.resolve();
-      await waitForChart(page, 'data-peak-drained', { above: 0 });
-      await waitForChart(page, 'data-depth', { below: BULK_ROWS });
-      await waitForDatabase(async () => (await countRows(db, 'jobs', "queue = 'bulk'")) === 0, 30_000, 'the bulk queue to drain');
-      expect(await page.locator('#throughput-chart polyline.drained').count()).toBe(1);
+        drained.resolve();
+        await waitForChart(page, 'data-peak-drained', { above: 0 });
+        await waitForChart(page, 'data-depth', { below: BULK_ROWS });
+        // Rows leave the table in the broker's own time; the test reads the database for the last of them.
+        await waitForDatabase(async () => (await countRows(db, 'drain_jobs')) === 0, 30_000, 'the bulk queue to drain');
+        expect(await page.locator('#throughput-chart polyline.drained').count()).toBe(1);
+      } finally {
+        drained.resolve();
+        await Promise.allSettled([dashboard.stop(), drainer.stop()]);
+      }
     });
 
     it('drops a broker from the list when it stops, and the command exits 0 on SIGTERM', async () => {
-      const { page } = browser;
-      await page.goto(readOnly.url);
-      await page.locator('#brokers tr[data-broker]').waitFor();
-      await broker.stop();
-      await page.locator('#brokers tr[data-broker]').waitFor({ state: 'detached' });
-      expect(await readOnly.stop()).toBe(0);
+      // Its own heartbeat table, broker and dashboard: this test stops both.
+      const leaving = beatingBroker(db, 'tq_leaving_brokers');
+      leaving.subscribe(table.queue('bulk'), () => undefined);
+      await leaving.start();
+      const dashboard = await startDashboardProcess([...commonFlags(), '--table', 'jobs', '--heartbeat-table', 'tq_leaving_brokers']);
+      try {
+        const { page } = browser;
+        await page.goto(dashboard.url);
+        await page.locator('#brokers tr[data-broker]').waitFor();
+        await leaving.stop();
+        await page.locator('#brokers tr[data-broker]').waitFor({ state: 'detached' });
+        expect(await dashboard.stop()).toBe(0);
+      } finally {
+        await Promise.allSettled([dashboard.stop(), leaving.stop()]);
+      }
     });
   });
+}
+
+/** A broker over `db` with quick polls that beats into `heartbeatTable` every 200 ms. */
+function beatingBroker(db: TestDatabase, heartbeatTable: string): Broker {
+  return new Broker({
+    database: db.brokerDatabase as string,
+    pollIntervalMs: 50,
+    stopTimeoutMs: 5_000,
+    heartbeat: { table: heartbeatTable, intervalMs: 200 },
+  });
+}
+
+function deadLetterIdsOf(body: string): string[] {
+  return (JSON.parse(body) as DeadLettersBody).tables.flatMap((table) => table.rows.map((row) => row.id));
 }
 
 /**

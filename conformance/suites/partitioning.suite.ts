@@ -9,6 +9,7 @@ import {
   formsOf,
   jobsDeclaration,
   jobsTable,
+  waitForDatabase,
   type FormUnderTest,
 } from '../fixtures.js';
 import { spawnWorker } from '../processes/spawn-worker.js';
@@ -462,12 +463,14 @@ async function tableScans(context: SuiteContext): Promise<number> {
   return Number(rows[0]?.scans ?? 0);
 }
 
-/** Statistics reach pg_stat_user_tables when a backend reports them; wait until the claims show. */
+/**
+ * Statistics reach pg_stat_user_tables when a backend reports them (at the latest when it exits,
+ * as the stopped broker's did): wait until every claim shows, and fail if they do not, since an
+ * upper bound on scans that were never counted would hold trivially.
+ */
 async function waitForScanStats(context: SuiteContext, atLeast: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while ((await tableScans(context)) < atLeast && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  // The statistics live in the server: read them again until the stopped broker's backends reported.
+  await waitForDatabase(async () => (await tableScans(context)) >= atLeast, 10_000, `${atLeast} scans of jobs in pg_stat_user_tables`);
 }
 
 async function waitForEmptyEffects(context: SuiteContext, count: number): Promise<void> {

@@ -17,20 +17,28 @@ function row(id: string, key: string | null): HeldRow {
 
 describe('KeyLanes', () => {
   it('WP-10: hashes a key to the same lane every time, in every process', () => {
-    expect(stableHash('customer-1')).toBe(stableHash('customer-1'));
-    // FNV-1a of the empty key is its offset basis; fixed so lanes stay put across versions.
+    // 32-bit FNV-1a of the UTF-8 bytes, unseeded: the published test vectors ("" is the offset
+    // basis), and a key beyond ASCII hashed by its two bytes. Fixed so lanes stay put across
+    // processes and versions.
     expect(stableHash('')).toBe(0x811c9dc5);
+    expect(stableHash('a')).toBe(0xe40c292c);
+    expect(stableHash('foobar')).toBe(0xbf9cf968);
+    expect(stableHash('é')).toBe(0x1e9de8c1);
     const lanes = new KeyLanes({ lanes: 4, run: () => Promise.resolve(), onIdle: () => undefined, keyOf: () => null });
-    expect(lanes.laneOf('customer-1')).toBe(lanes.laneOf('customer-1'));
+    // 0x124fb217 % 4
+    expect(lanes.laneOf('customer-1')).toBe(3);
+    expect(lanes.laneOf('foobar')).toBe(0);
   });
 
   it('WP-10: runs rows of one key one at a time in claim order, other keys beside them', async () => {
     const started: string[] = [];
     const gates = new Map<string, Deferred<void>>();
+    const firstIdle = createDeferred();
     const lanes = new KeyLanes({
       lanes: 8,
       keyOf: (unit: DeliveryUnit) => unit[0]!.row['key'] as string | null,
-      onIdle: () => undefined,
+      // Called once a finished unit's lane has started the next unit waiting in it.
+      onIdle: () => firstIdle.resolve(),
       run: (unit) => {
         const id = unit[0]!.id;
         started.push(id);
@@ -47,8 +55,7 @@ describe('KeyLanes', () => {
     expect(started).toEqual(['a1', 'b1']);
     expect(lanes.waiting).toBe(1);
     gates.get('a1')!.resolve();
-    await gates.get('a1')!.promise;
-    await new Promise((resolve) => setImmediate(resolve));
+    await firstIdle.promise;
     expect(started).toEqual(['a1', 'b1', 'a2']);
     gates.get('a2')!.resolve();
     gates.get('b1')!.resolve();
