@@ -1,31 +1,14 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openQueueInspector, Outcome, type Broker } from '../../src/index.js';
 import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
+import { runCliHere } from '../../src/cli/run-cli.fixture.js';
 import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
+/** The installed command, for `stats --watch`, which runs until its process gets Ctrl-C. */
 const CLI = fileURLToPath(new URL('../../src/cli/cli.ts', import.meta.url));
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/**
- * Runs the `tablequeue` command in a process of its own, as a script would, with `environment`
- * added to this process's (less any DATABASE_URL of the machine's own).
- */
-function runCli(args: readonly string[], environment: Record<string, string> = {}): Promise<CliResult> {
-  const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...inherited, ...environment } }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 /**
  * What a user or attacker can put in a queue to act on the terminal of whoever reads it: set the
@@ -164,12 +147,12 @@ export function cliOperationsSuite(context: SuiteContext): void {
       const base = ['--database', url, '--table', 'jobs', '--dead-letter-group', 'dead'];
       const withoutFlag = ['--database', url, '--table', 'jobs'];
       const [stats, peek, human, statsWithoutFlag, live, liveWithoutFlag] = await Promise.all([
-        runCli(['stats', ...base, '--json']),
-        runCli(['peek', ...base, '--dead-letters', '--json']),
-        runCli(['stats', ...base]),
-        runCli(['stats', ...withoutFlag, '--json']),
-        runCli(['peek', ...base, '--json']),
-        runCli(['peek', ...withoutFlag, '--json']),
+        runCliHere(['stats', ...base, '--json']),
+        runCliHere(['peek', ...base, '--dead-letters', '--json']),
+        runCliHere(['stats', ...base]),
+        runCliHere(['stats', ...withoutFlag, '--json']),
+        runCliHere(['peek', ...base, '--json']),
+        runCliHere(['peek', ...withoutFlag, '--json']),
       ]);
       release();
       await broker.stop();
@@ -229,14 +212,14 @@ export function cliOperationsSuite(context: SuiteContext): void {
       await context.db.exec(`UPDATE jobs SET retry_after = '${longAgo}' WHERE queue = 'dead'`);
       const url = context.db.url!;
       const base = ['--database', url, '--table', 'jobs', '--dead-letter-group', 'dead'];
-      const dead = JSON.parse((await runCli(['peek', ...base, '--dead-letters', '--json'])).stdout) as { id: string }[];
+      const dead = JSON.parse((await runCliHere(['peek', ...base, '--dead-letters', '--json'])).stdout) as { id: string }[];
       expect(dead).toHaveLength(2);
 
       const [neither, noDestination, unused] = await Promise.all([
-        runCli(['requeue', ...base]),
-        runCli(['requeue', ...base, '--all']),
+        runCliHere(['requeue', ...base]),
+        runCliHere(['requeue', ...base, '--all']),
         // "failing" has no rows left and the broker that read it has stopped: as a misspelt group would.
-        runCli(['requeue', ...base, '--all', '--to-group', 'failing']),
+        runCliHere(['requeue', ...base, '--all', '--to-group', 'failing']),
       ]);
       expect(neither.code).toBe(2);
       expect(neither.stderr).toMatch(/--id .* or --all/);
@@ -247,7 +230,7 @@ export function cliOperationsSuite(context: SuiteContext): void {
       expect(unused.stderr).toMatch(/run again with --yes to move them there anyway/);
       expect(await countRows(context.db, 'jobs', "queue = 'dead'")).toBe(2);
 
-      const one = await runCli(['requeue', ...base, '--id', dead[0]!.id, '--id', '999999', '--to-group', 'failing', '--yes']);
+      const one = await runCliHere(['requeue', ...base, '--id', dead[0]!.id, '--id', '999999', '--to-group', 'failing', '--yes']);
       expect(one.code).toBe(1);
       expect(one.stdout).toMatch(/moved 1 dead letter back to group "failing"/);
       expect(one.stderr).toMatch(/not moved: 999999 is not a dead letter in group "dead"/);
@@ -259,8 +242,8 @@ export function cliOperationsSuite(context: SuiteContext): void {
 
       // Ready at once, its wait counted from the requeue, its last error gone with its death.
       const [stats, requeued] = await Promise.all([
-        runCli(['stats', '--database', url, '--table', 'jobs', '--json']),
-        runCli(['peek', '--database', url, '--table', 'jobs', '--group', 'failing', '--json']),
+        runCliHere(['stats', '--database', url, '--table', 'jobs', '--json']),
+        runCliHere(['peek', '--database', url, '--table', 'jobs', '--group', 'failing', '--json']),
       ]);
       const failing = groupOf(JSON.parse(stats.stdout) as InspectionJson, 'failing');
       expect(failing).toMatchObject({ ready: 1, deadLettered: 0 });
@@ -268,7 +251,7 @@ export function cliOperationsSuite(context: SuiteContext): void {
       expect(groupOf(JSON.parse(stats.stdout) as InspectionJson, 'dead')).toMatchObject({ ready: 0, deadLettered: 1 });
       expect(JSON.parse(requeued.stdout)).toEqual([expect.objectContaining({ id: dead[0]!.id, lastError: null, headers: {} })]);
 
-      const all = await runCli(['requeue', ...base, '--all', '--to-group', 'failing']);
+      const all = await runCliHere(['requeue', ...base, '--all', '--to-group', 'failing']);
       expect(all.stderr).toBe('');
       expect(all.code).toBe(0);
       expect(all.stdout).toMatch(/moved 1 dead letter back/);
@@ -287,8 +270,8 @@ export function cliOperationsSuite(context: SuiteContext): void {
       await reader.start();
       const base = ['--database', context.db.url!, '--table', 'jobs', '--dead-letter-group', 'dead', '--to-group', 'second-chance', '--all'];
       const [elsewhere, read] = [
-        await runCli(['requeue', ...base]),
-        await runCli(['requeue', ...base, '--heartbeat-table', 'tq_requeue_brokers']),
+        await runCliHere(['requeue', ...base]),
+        await runCliHere(['requeue', ...base, '--heartbeat-table', 'tq_requeue_brokers']),
       ];
       expect(elsewhere.code).toBe(2);
       expect(elsewhere.stderr).toMatch(/no running broker reads it/);
@@ -305,26 +288,26 @@ export function cliOperationsSuite(context: SuiteContext): void {
       release();
       await broker.stop();
       const base = ['--database', context.db.url!, '--table', 'jobs'];
-      const refused = await runCli(['purge', ...base, '--group', 'waiting']);
+      const refused = await runCliHere(['purge', ...base, '--group', 'waiting']);
       expect(refused.code).toBe(2);
       expect(refused.stderr).toMatch(/would delete 3 rows of group "waiting"/);
       expect(await countRows(context.db, 'jobs')).toBe(7);
 
-      const purged = await runCli(['purge', ...base, '--group', 'waiting', '--yes']);
+      const purged = await runCliHere(['purge', ...base, '--group', 'waiting', '--yes']);
       expect(purged.code).toBe(0);
       expect(purged.stdout).toMatch(/deleted 3 rows/);
       expect(await countRows(context.db, 'jobs', "queue = 'waiting'")).toBe(0);
       expect(await countRows(context.db, 'jobs')).toBe(4);
 
-      const everything = await runCli(['purge', ...base, '--yes']);
+      const everything = await runCliHere(['purge', ...base, '--yes']);
       expect(everything.stdout).toMatch(/deleted 4 rows of table "jobs"/);
       expect(await countRows(context.db, 'jobs')).toBe(0);
     });
 
     it('exits 1 naming a missing table and 2 on a missing flag', async () => {
       const [missingTable, missingFlag] = await Promise.all([
-        runCli(['stats', '--database', context.db.url!, '--table', 'no_such_jobs']),
-        runCli(['peek', '--database', context.db.url!]),
+        runCliHere(['stats', '--database', context.db.url!, '--table', 'no_such_jobs']),
+        runCliHere(['peek', '--database', context.db.url!]),
       ]);
       expect(missingTable.code).toBe(1);
       expect(missingTable.stderr).toMatch(/table "no_such_jobs" cannot be read/);
@@ -345,10 +328,10 @@ export function cliOperationsSuite(context: SuiteContext): void {
 
       const base = ['--database', context.db.url!, '--table', 'jobs', '--dead-letter-group', 'dead'];
       const [stats, peek, dead, deadJson] = await Promise.all([
-        runCli(['stats', ...base]),
-        runCli(['peek', ...base, '--limit', '5']),
-        runCli(['peek', ...base, '--dead-letters']),
-        runCli(['peek', ...base, '--dead-letters', '--json']),
+        runCliHere(['stats', ...base]),
+        runCliHere(['peek', ...base, '--limit', '5']),
+        runCliHere(['peek', ...base, '--dead-letters']),
+        runCliHere(['peek', ...base, '--dead-letters', '--json']),
       ]);
       for (const result of [stats, peek, dead, deadJson]) {
         expect(result.stderr).toBe('');
@@ -390,11 +373,11 @@ export function cliOperationsSuite(context: SuiteContext): void {
       await started.waitFor(1);
       const base = ['--database', context.db.url!, '--table', 'jobs'];
       const [json, human, unknownJson, unknownHuman] = await Promise.all([
-        runCli(['stats', ...base, '--heartbeat-table', 'tq_brokers', '--json']),
-        runCli(['stats', ...base, '--heartbeat-table', 'tq_brokers']),
+        runCliHere(['stats', ...base, '--heartbeat-table', 'tq_brokers', '--json']),
+        runCliHere(['stats', ...base, '--heartbeat-table', 'tq_brokers']),
         // The default heartbeat table, which no broker of this test writes: nothing can be told.
-        runCli(['stats', ...base, '--json']),
-        runCli(['stats', ...base]),
+        runCliHere(['stats', ...base, '--json']),
+        runCliHere(['stats', ...base]),
       ]);
       release();
       await broker.stop();
@@ -427,9 +410,9 @@ export function cliOperationsSuite(context: SuiteContext): void {
       await createTable(stand, context.db, jobsTable({ form: 'lease' }));
       const url = context.db.url!;
       const [fromDefault, fromNamed, missing] = await Promise.all([
-        runCli(['stats', '--table', 'jobs', '--json'], { DATABASE_URL: url }),
-        runCli(['peek', '--database-env', 'QUEUE_DATABASE', '--table', 'jobs', '--json'], { QUEUE_DATABASE: url, DATABASE_URL: 'postgres://nowhere.invalid/db' }),
-        runCli(['purge', '--database-env', 'QUEUE_DATABASE', '--table', 'jobs', '--yes'], { DATABASE_URL: url }),
+        runCliHere(['stats', '--table', 'jobs', '--json'], { DATABASE_URL: url }),
+        runCliHere(['peek', '--database-env', 'QUEUE_DATABASE', '--table', 'jobs', '--json'], { QUEUE_DATABASE: url, DATABASE_URL: 'postgres://nowhere.invalid/db' }),
+        runCliHere(['purge', '--database-env', 'QUEUE_DATABASE', '--table', 'jobs', '--yes'], { DATABASE_URL: url }),
       ]);
       expect(fromDefault.stderr).toBe('');
       expect(fromDefault.code).toBe(0);

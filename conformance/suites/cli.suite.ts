@@ -1,20 +1,8 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runCliHere } from '../../src/cli/run-cli.fixture.js';
 import { Broker, defineTable } from '../../src/index.js';
 import { Collector } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
-
-const CLI = fileURLToPath(new URL('../../src/cli/cli.ts', import.meta.url));
-
-/** Runs the `tablequeue` command in a process of its own, as a script would. */
-function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 /** The `tablequeue` command line against each database. */
 export function cliSuite(context: SuiteContext): void {
@@ -24,11 +12,11 @@ export function cliSuite(context: SuiteContext): void {
   describe('tablequeue init', () => {
     it('creates a table a broker can use, and --print shows the SQL instead', async () => {
       const url = context.db.url!;
-      const printed = await runCli(['init', '--database', url, '--table', 'cli_jobs', '--lease', '--print']);
+      const printed = await runCliHere(['init', '--database', url, '--table', 'cli_jobs', '--lease', '--print']);
       expect(printed.code).toBe(0);
       expect(printed.stdout).toMatch(/CREATE TABLE/);
 
-      const created = await runCli(['init', '--database', url, '--table', 'cli_jobs', '--lease']);
+      const created = await runCliHere(['init', '--database', url, '--table', 'cli_jobs', '--lease']);
       expect(created.stderr).toBe('');
       expect(created.code).toBe(0);
       const table = defineTable({
@@ -53,11 +41,11 @@ export function cliSuite(context: SuiteContext): void {
 
     it('refuses a table that exists with exit code 1 naming --if-not-exists, which leaves it as it is', async () => {
       const url = context.db.url!;
-      const created = await runCli(['init', '--database', url, '--table', 'cli_twice', '--lease']);
+      const created = await runCliHere(['init', '--database', url, '--table', 'cli_twice', '--lease']);
       expect(created.code).toBe(0);
       const [again, kept] = await Promise.all([
-        runCli(['init', '--database', url, '--table', 'cli_twice', '--lease']),
-        runCli(['init', '--database', url, '--table', 'cli_twice', '--lease', '--if-not-exists']),
+        runCliHere(['init', '--database', url, '--table', 'cli_twice', '--lease']),
+        runCliHere(['init', '--database', url, '--table', 'cli_twice', '--lease', '--if-not-exists']),
       ]);
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/table "cli_twice" already exists on .*; nothing was changed \(--if-not-exists leaves an existing table as it is and exits 0\)/);
@@ -75,7 +63,7 @@ export function cliSuite(context: SuiteContext): void {
         const [row] = await context.db.query<{ version: string }>('SELECT VERSION() AS version');
         server = /mariadb/i.test(String(row?.version)) ? 'mariadb at ' : 'mysql at ';
       }
-      const results = await Promise.all(urls.map((database) => runCli(['stats', '--database', database, '--table', 'no_such_jobs'])));
+      const results = await Promise.all(urls.map((database) => runCliHere(['stats', '--database', database, '--table', 'no_such_jobs'])));
       for (const result of results) {
         expect(result.code).toBe(1);
         expect(result.stderr).toContain(`table "no_such_jobs" cannot be read on ${server}`);
@@ -84,7 +72,7 @@ export function cliSuite(context: SuiteContext): void {
 
     if (stand.kind === 'sqlite') {
       it('refuses a row-lock table on SQLite with exit code 1 and says to add the lease', async () => {
-        const rowLock = await runCli(['init', '--database', context.db.url!, '--table', 'jobs']);
+        const rowLock = await runCliHere(['init', '--database', context.db.url!, '--table', 'jobs']);
         expect(rowLock.code).toBe(1);
         expect(rowLock.stderr).toMatch(/lockedUntil/);
       });

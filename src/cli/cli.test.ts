@@ -5,25 +5,37 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { initDeclaration } from './init-command.js';
+import { runCliHere, type CliResult } from './run-cli.fixture.js';
 
 const CLI = fileURLToPath(new URL('./cli.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Runs the command with `environment` added to this process's, less any DATABASE_URL of the machine's own. */
-function runCli(args: string[], environment: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+/** The installed command in a process of its own: for what only a process has, its exit code and signals. */
+function spawnCli(args: string[]): Promise<CliResult> {
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...inherited, ...environment } }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: inherited }, (error, stdout, stderr) => {
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
     });
   });
 }
 
-// Each case starts Node with the TypeScript loader: about a second apiece on 2 cores.
-describe('tablequeue command line', { timeout: 60_000 }, () => {
+describe('tablequeue as a process', { timeout: 60_000 }, () => {
+  it('sets the exit code runCli returns and writes to its own stdout and stderr', async () => {
+    const [help, unknown, missing] = await Promise.all([spawnCli(['--help']), spawnCli(['frobnicate']), spawnCli(['init', '--database', 'sqlite::memory:'])]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/usage: tablequeue/);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/init needs --table/);
+  });
+});
+
+describe('tablequeue command line', () => {
   it('answers --help on every command with exit code 0', async () => {
     const commands = ['init', 'stats', 'peek', 'requeue', 'purge', 'demo'];
-    const results = await Promise.all([['--help'], ...commands.map((command) => [command, '--help'])].map((args) => runCli(args)));
+    const results = await Promise.all([['--help'], ...commands.map((command) => [command, '--help'])].map((args) => runCliHere(args)));
     for (const result of results) {
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/usage: tablequeue/);
@@ -32,10 +44,10 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
 
   it('exits 2 on bad usage and 1 on a failure, saying what to fix', async () => {
     const [unknown, missing, badUrl, badCount] = await Promise.all([
-      runCli(['frobnicate']),
-      runCli(['init', '--database', 'sqlite::memory:']),
-      runCli(['init', '--database', 'oracle://x', '--table', 'jobs', '--print']),
-      runCli(['demo', '--messages', 'lots']),
+      runCliHere(['frobnicate']),
+      runCliHere(['init', '--database', 'sqlite::memory:']),
+      runCliHere(['init', '--database', 'oracle://x', '--table', 'jobs', '--print']),
+      runCliHere(['demo', '--messages', 'lots']),
     ]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);
@@ -48,11 +60,11 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
 
   it('reads the database URL from DATABASE_URL, or the variable --database-env names, when --database is absent', async () => {
     const [fromDefault, fromNamed, missingDefault, missingNamed, both] = await Promise.all([
-      runCli(['init', '--table', 'jobs', '--print'], { DATABASE_URL: 'mariadb://app:s3cret@nowhere.invalid/db' }),
-      runCli(['init', '--database-env', 'QUEUE_DB', '--table', 'jobs', '--print'], { QUEUE_DB: 'postgres://app:s3cret@nowhere.invalid/db' }),
-      runCli(['stats', '--table', 'jobs']),
-      runCli(['peek', '--database-env', 'QUEUE_DB', '--table', 'jobs'], { DATABASE_URL: 'postgres://nowhere.invalid/db' }),
-      runCli(['purge', '--database', 'sqlite::memory:', '--database-env', 'QUEUE_DB', '--table', 'jobs']),
+      runCliHere(['init', '--table', 'jobs', '--print'], { DATABASE_URL: 'mariadb://app:s3cret@nowhere.invalid/db' }),
+      runCliHere(['init', '--database-env', 'QUEUE_DB', '--table', 'jobs', '--print'], { QUEUE_DB: 'postgres://app:s3cret@nowhere.invalid/db' }),
+      runCliHere(['stats', '--table', 'jobs']),
+      runCliHere(['peek', '--database-env', 'QUEUE_DB', '--table', 'jobs'], { DATABASE_URL: 'postgres://nowhere.invalid/db' }),
+      runCliHere(['purge', '--database', 'sqlite::memory:', '--database-env', 'QUEUE_DB', '--table', 'jobs']),
     ]);
     expect(fromDefault.code).toBe(0);
     expect(fromDefault.stdout).toMatch(/ENGINE=InnoDB/);
@@ -67,7 +79,7 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
   });
 
   it('says in --help where the database URL comes from without --database', async () => {
-    const results = await Promise.all([['--help'], ...['init', 'stats', 'peek', 'requeue', 'purge', 'dashboard'].map((command) => [command, '--help'])].map((args) => runCli(args)));
+    const results = await Promise.all([['--help'], ...['init', 'stats', 'peek', 'requeue', 'purge', 'dashboard'].map((command) => [command, '--help'])].map((args) => runCliHere(args)));
     for (const result of results) {
       expect(result.stdout).toMatch(/\$DATABASE_URL/);
       expect(result.stdout).toMatch(/--database-env/);
@@ -75,7 +87,7 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
   });
 
   it('prints the DDL for each database without connecting', async () => {
-    const printed = await runCli(['init', '--database', 'mariadb://nowhere.invalid/db', '--table', 'jobs', '--print']);
+    const printed = await runCliHere(['init', '--database', 'mariadb://nowhere.invalid/db', '--table', 'jobs', '--print']);
     expect(printed.code).toBe(0);
     expect(printed.stdout).toMatch(/CREATE TABLE `jobs`/);
     expect(printed.stdout).toMatch(/ENGINE=InnoDB/);
@@ -84,10 +96,10 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
   it('refuses operator commands written wrongly with exit code 2 before connecting', async () => {
     const url = 'postgres://nowhere.invalid/db';
     const [watch, column, both, neither] = await Promise.all([
-      runCli(['stats', '--database', url, '--table', 'jobs', '--watch', '0']),
-      runCli(['stats', '--database', url, '--table', 'jobs', '--column', 'colour=red']),
-      runCli(['peek', '--database', url, '--table', 'jobs', '--dead-letter-group', 'd', '--dead-letter-table', 't']),
-      runCli(['requeue', '--database', url, '--table', 'jobs', '--dead-letter-table', 'dead']),
+      runCliHere(['stats', '--database', url, '--table', 'jobs', '--watch', '0']),
+      runCliHere(['stats', '--database', url, '--table', 'jobs', '--column', 'colour=red']),
+      runCliHere(['peek', '--database', url, '--table', 'jobs', '--dead-letter-group', 'd', '--dead-letter-table', 't']),
+      runCliHere(['requeue', '--database', url, '--table', 'jobs', '--dead-letter-table', 'dead']),
     ]);
     expect(watch.code).toBe(2);
     expect(watch.stderr).toMatch(/--watch takes seconds/);
@@ -99,7 +111,7 @@ describe('tablequeue command line', { timeout: 60_000 }, () => {
   });
 
   it('exits 2, the usage code, on peek --dead-letters without saying where the dead letters are', async () => {
-    const result = await runCli(['peek', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--dead-letters']);
+    const result = await runCliHere(['peek', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--dead-letters']);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/peek --dead-letters needs to know where the dead letters are: --dead-letter-group NAME or --dead-letter-table NAME/);
   });
@@ -121,13 +133,13 @@ describe('tablequeue init and stats on an SQLite file', { timeout: 60_000 }, () 
 
   it('refuses a table that exists with exit code 1, and --if-not-exists leaves it as it is', async () => {
     const url = `sqlite:${join(folder, 'twice.db')}`;
-    const first = await runCli(['init', '--database', url, '--table', 'jobs', '--lease']);
+    const first = await runCliHere(['init', '--database', url, '--table', 'jobs', '--lease']);
     expect(first.stderr).toBe('');
     expect(first.stdout).toMatch(/created jobs \(2 statements\)/);
     const [again, kept, otherLayout] = await Promise.all([
-      runCli(['init', '--database', url, '--table', 'jobs', '--lease']),
-      runCli(['init', '--database', url, '--table', 'jobs', '--lease', '--if-not-exists']),
-      runCli(['init', '--database', url, '--table', 'jobs', '--lease', '--mark', '--if-not-exists']),
+      runCliHere(['init', '--database', url, '--table', 'jobs', '--lease']),
+      runCliHere(['init', '--database', url, '--table', 'jobs', '--lease', '--if-not-exists']),
+      runCliHere(['init', '--database', url, '--table', 'jobs', '--lease', '--mark', '--if-not-exists']),
     ]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/table "jobs" already exists on sqlite file .*twice\.db; nothing was changed \(--if-not-exists leaves an existing table as it is and exits 0\)/);
@@ -159,7 +171,7 @@ describe('tablequeue init and stats on an SQLite file', { timeout: 60_000 }, () 
 
   it('stats --watch exits 0 on Ctrl-C when the signal comes again while it closes, as from a wrapper that passes it on', async () => {
     const url = `sqlite:${join(folder, 'watch.db')}`;
-    expect((await runCli(['init', '--database', url, '--table', 'jobs', '--lease'])).code).toBe(0);
+    expect((await runCliHere(['init', '--database', url, '--table', 'jobs', '--lease'])).code).toBe(0);
     const watch = watchStats(process.execPath, ['--import', 'tsx', CLI, 'stats', '--database', url, '--table', 'jobs', '--watch', '0.1', '--json']);
     await watch.snapshots;
     watch.child.kill('SIGINT');
@@ -175,7 +187,7 @@ describe('tablequeue init and stats on an SQLite file', { timeout: 60_000 }, () 
 
   it('stats --watch through npx exits 0 on a Ctrl-C to its whole process group (npm running its commands with bash)', async () => {
     const url = `sqlite:${join(folder, 'npx.db')}`;
-    expect((await runCli(['init', '--database', url, '--table', 'jobs', '--lease'])).code).toBe(0);
+    expect((await runCliHere(['init', '--database', url, '--table', 'jobs', '--lease'])).code).toBe(0);
     // Node itself with tsx's loader, as the installed command runs: the tsx command line would put
     // a signal relay of its own in between.
     const watch = watchStats('npx', ['--no-install', 'node', '--import', 'tsx', CLI, 'stats', '--database', url, '--table', 'jobs', '--watch', '0.1', '--json'], {

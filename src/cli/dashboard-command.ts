@@ -11,6 +11,7 @@ import { DASHBOARD_FLAGS } from './command-flags.js';
 import { DATABASE_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { printable } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
+import { writeLine, type CliIo } from './cli-io.js';
 
 const DASHBOARD_USAGE = `usage: tablequeue dashboard --database URL --table NAME [options]
 
@@ -39,19 +40,19 @@ ${DATABASE_FLAGS_HELP}
   --refresh-ms N            how often the tables are read (default ${DEFAULT_REFRESH_MS})
   -h, --help                this help`;
 
-export async function runDashboardCommand(args: string[]): Promise<number> {
+export async function runDashboardCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args,
     options: DASHBOARD_FLAGS,
     strict: true,
   });
   if (values.help) {
-    console.log(DASHBOARD_USAGE);
+    writeLine(io.stdout, DASHBOARD_USAGE);
     return 0;
   }
   const tables = values.table ?? [];
   // Every table is read with the same dead-letter location, schema and column names.
-  const { database, schema, deadLetter, columns } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] ?? '' }, DASHBOARD_USAGE);
+  const { database, schema, deadLetter, columns } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] ?? '' }, DASHBOARD_USAGE, io.env);
   if (tables.length === 0) throw new UsageError(`dashboard needs at least one --table\n\n${DASHBOARD_USAGE}`);
   const allowedHosts = values['allowed-host'] ?? [];
   try {
@@ -72,9 +73,9 @@ export async function runDashboardCommand(args: string[]): Promise<number> {
     port: values.port === undefined ? DEFAULT_DASHBOARD_PORT : portOf(values.port),
     refreshMs: values['refresh-ms'] === undefined ? DEFAULT_REFRESH_MS : refreshOf(values['refresh-ms']),
     onError: (error, detail) =>
-      console.error(printable(`tablequeue dashboard: ${String(detail['table'])}: ${error instanceof Error ? error.message : String(error)}`)),
+      writeLine(io.stderr, printable(`tablequeue dashboard: ${String(detail['table'])}: ${error instanceof Error ? error.message : String(error)}`)),
   });
-  console.log(`dashboard at ${dashboard.url} (${values['allow-actions'] ? 'actions allowed' : 'read-only'}); Ctrl-C stops it`);
+  writeLine(io.stdout, `dashboard at ${dashboard.url} (${values['allow-actions'] ? 'actions allowed' : 'read-only'}); Ctrl-C stops it`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);

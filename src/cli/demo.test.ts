@@ -1,25 +1,14 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-
-const CLI = fileURLToPath(new URL('./cli.ts', import.meta.url));
-
-function runDemo(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, 'demo', ...args], (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+import { runCliHere } from './run-cli.fixture.js';
 
 describe('tablequeue demo', { timeout: 60_000 }, () => {
   it('says why messages are retried, tells backlog waits from an idle queue\'s latency, and points at the Quickstart', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'tq-demo-'));
     try {
-      const demo = await runDemo(['--messages', '500', '--workers', '4', '--file', join(folder, 'queue.db')]);
+      const demo = await runCliHere(['demo', '--messages', '500', '--workers', '4', '--file', join(folder, 'queue.db')]);
       expect(demo.stderr).toBe('');
       expect(demo.code).toBe(0);
       expect(demo.stdout).toMatch(/One message in 50 fails its first attempt on purpose/);

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { Broker } from '../broker/broker.js';
 import { defineTable } from '../definition/define-table.js';
 import { Outcome } from '../delivery/outcome.js';
+import type { OutputStream } from './terminal-output.js';
 
 export interface DemoOptions {
   readonly file: string | undefined;
   readonly messages: number;
   readonly workers: number;
-  readonly output: NodeJS.WriteStream;
+  readonly output: OutputStream;
 }
 
 interface DemoPayload {
@@ -139,7 +140,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   }
 }
 
-function drawProgress(out: NodeJS.WriteStream, handled: number, total: number, interactive: boolean): void {
+function drawProgress(out: OutputStream, handled: number, total: number, interactive: boolean): void {
   const width = 30;
   const filled = Math.round((handled / total) * width);
   const line = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${handled.toLocaleString('en-US')}/${total.toLocaleString('en-US')}`;

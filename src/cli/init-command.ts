@@ -13,6 +13,7 @@ import type { TableDeclaration, TableSpec } from '../table/table-spec.js';
 import { INIT_FLAGS } from './command-flags.js';
 import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
 import { UsageError } from './usage-error.js';
+import { writeLine, type CliIo } from './cli-io.js';
 
 const INIT_USAGE = `usage: tablequeue init --database URL --table NAME [options]
 
@@ -66,18 +67,18 @@ export function initDeclaration(flags: InitLayoutFlags): TableDeclaration {
   return declaration;
 }
 
-export async function runInitCommand(args: string[]): Promise<number> {
+export async function runInitCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args, options: INIT_FLAGS, strict: true });
   if (values.help) {
-    console.log(INIT_USAGE);
+    writeLine(io.stdout, INIT_USAGE);
     return 0;
   }
-  const database = databaseUrlOf('init', values, INIT_USAGE);
+  const database = databaseUrlOf('init', values, INIT_USAGE, io.env);
   if (values.table === undefined) throw new UsageError(`init needs --table\n\n${INIT_USAGE}`);
   const declaration = initDeclaration({ ...values, table: values.table });
   const table = defineTable(declaration);
   if (values.print) {
-    console.log(`${table.createTableSql(ddlDialectOf(database)).join(';\n\n')};`);
+    writeLine(io.stdout, `${table.createTableSql(ddlDialectOf(database)).join(';\n\n')};`);
     return 0;
   }
   const driver = createDriver(database);
@@ -100,14 +101,14 @@ export async function runInitCommand(args: string[]): Promise<number> {
           message: `${found}; nothing was changed (--if-not-exists leaves an existing table as it is and exits 0)`,
         });
       }
-      console.log(`${found}; left as it is`);
+      writeLine(io.stdout, `${found}; left as it is`);
       return 0;
     }
     const statements = table.createTableSql(ddlDialect);
     for (const [index, sql] of statements.entries()) {
       await driver.execute({ name: `init.${index === 0 ? 'createTable' : 'createIndex'}`, sql, values: [] });
     }
-    console.log(`created ${table.spec.qualifiedName} (${statements.length} statements)`);
+    writeLine(io.stdout, `created ${table.spec.qualifiedName} (${statements.length} statements)`);
     return 0;
   } finally {
     await driver.close();

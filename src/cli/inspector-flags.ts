@@ -31,7 +31,7 @@ export function databaseUrlOf(
   command: string,
   values: DatabaseFlagValues,
   usage: string,
-  environment: NodeJS.ProcessEnv = process.env,
+  environment: Readonly<Record<string, string | undefined>>,
 ): string {
   const variable = values['database-env'];
   if (values.database !== undefined) {
@@ -93,8 +93,13 @@ export interface InspectorFlagValues extends DatabaseFlagValues {
 }
 
 /** The inspector's options from the flags; a missing or contradictory flag is a usage error. */
-export function inspectorOptionsOf(command: string, values: InspectorFlagValues, usage: string): QueueInspectorOptions {
-  const database = databaseUrlOf(command, values, usage);
+export function inspectorOptionsOf(
+  command: string,
+  values: InspectorFlagValues,
+  usage: string,
+  environment: Readonly<Record<string, string | undefined>>,
+): QueueInspectorOptions {
+  const database = databaseUrlOf(command, values, usage, environment);
   if (values.table === undefined) throw new UsageError(`${command} needs --table\n\n${usage}`);
   let deadLetter: DeadLetterLocation | undefined;
   if (values['dead-letter-group'] !== undefined && values['dead-letter-table'] !== undefined) {

@@ -5,6 +5,7 @@ import { PEEK_FLAGS } from './command-flags.js';
 import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { formatTable, jsonForTerminal, paintFor, printable, type Paint } from './terminal-output.js';
 import { positiveInteger, UsageError } from './usage-error.js';
+import { writeLine, type CliIo } from './cli-io.js';
 
 const PEEK_USAGE = `usage: tablequeue peek --database URL --table NAME [options]
 
@@ -23,17 +24,17 @@ ${INSPECTOR_FLAGS_HELP}
 
 const PAYLOAD_PREVIEW_CHARACTERS = 60;
 
-export async function runPeekCommand(args: string[]): Promise<number> {
+export async function runPeekCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args,
     options: PEEK_FLAGS,
     strict: true,
   });
   if (values.help) {
-    console.log(PEEK_USAGE);
+    writeLine(io.stdout, PEEK_USAGE);
     return 0;
   }
-  const options = inspectorOptionsOf('peek', values, PEEK_USAGE);
+  const options = inspectorOptionsOf('peek', values, PEEK_USAGE, io.env);
   if (values['dead-letters'] === true && options.deadLetter === undefined) {
     throw new UsageError('peek --dead-letters needs to know where the dead letters are: --dead-letter-group NAME or --dead-letter-table NAME');
   }
@@ -46,9 +47,9 @@ export async function runPeekCommand(args: string[]): Promise<number> {
       ...(values['dead-letters'] ? { deadLetters: true } : {}),
     });
     if (values.json) {
-      console.log(jsonForTerminal(rows, 2));
+      writeLine(io.stdout, jsonForTerminal(rows, 2));
     } else {
-      console.log(renderPeekedRows(rows, paintFor(process.stdout)).join('\n'));
+      writeLine(io.stdout, renderPeekedRows(rows, paintFor(io.stdout, io.env)).join('\n'));
     }
     return 0;
   } finally {

@@ -9,6 +9,7 @@ import { REQUEUE_FLAGS } from './command-flags.js';
 import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { formatCount, printable, ProgressBar } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
+import { writeLine, type CliIo } from './cli-io.js';
 
 const REQUEUE_USAGE = `usage: tablequeue requeue --database URL --table NAME (--id ID… | --all) [options]
 
@@ -29,13 +30,13 @@ ${INSPECTOR_FLAGS_HELP}
   --heartbeat-table NAME    where brokers report the queues they read (default ${DEFAULT_HEARTBEAT_TABLE})
   --yes                     move into --to-group even when nothing uses that group`;
 
-export async function runRequeueCommand(args: string[]): Promise<number> {
+export async function runRequeueCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args, options: REQUEUE_FLAGS, strict: true });
   if (values.help) {
-    console.log(REQUEUE_USAGE);
+    writeLine(io.stdout, REQUEUE_USAGE);
     return 0;
   }
-  const options = inspectorOptionsOf('requeue', values, REQUEUE_USAGE);
+  const options = inspectorOptionsOf('requeue', values, REQUEUE_USAGE, io.env);
   const ids = values.id;
   const toGroup = values['to-group'];
   if ((ids === undefined) === (values.all !== true)) {
@@ -53,13 +54,14 @@ export async function runRequeueCommand(args: string[]): Promise<number> {
   await driver.open();
   try {
     const inspector = await openQueueInspector({ ...options, database: driver });
-    const progress = new ProgressBar(process.stdout, 'requeue');
+    const progress = new ProgressBar(io.stdout, 'requeue');
     try {
       if (toGroup !== undefined && values.yes !== true) {
         const heartbeatTable = values['heartbeat-table'] ?? DEFAULT_HEARTBEAT_TABLE;
         const unused = await whyGroupIsUnused(driver, inspector, toGroup, heartbeatTable);
         if (unused !== undefined) {
-          console.error(
+          writeLine(
+            io.stderr,
             printable(
               `tablequeue: ${unused}; a misspelt group would keep the dead letters where nothing reads them. ` +
                 'Check the name, or run again with --yes to move them there anyway',
@@ -77,11 +79,12 @@ export async function runRequeueCommand(args: string[]): Promise<number> {
       });
       progress.finish();
       const destination = printable(toGroup === undefined ? `table "${inspector.spec.qualifiedName}"` : `group "${toGroup}"`);
-      console.log(`moved ${formatCount(moved)} dead letter${moved === 1 ? '' : 's'} back to ${destination}`);
+      writeLine(io.stdout, `moved ${formatCount(moved)} dead letter${moved === 1 ? '' : 's'} back to ${destination}`);
       if (notMoved.length === 0) return 0;
       const where =
         options.deadLetter.kind === 'group' ? `group "${options.deadLetter.group}"` : `table "${options.deadLetter.table}"`;
-      console.error(
+      writeLine(
+        io.stderr,
         printable(
           `tablequeue: not moved: ${notMoved.join(', ')} ${notMoved.length === 1 ? 'is not a dead letter' : 'are not dead letters'} in ${where}`,
         ),

@@ -7,6 +7,7 @@ import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { openQueueReadersInspector, type InspectionWithReaders } from './queue-readers-inspector.js';
 import { formatAge, formatCount, formatTable, jsonForTerminal, paintFor, printable, type OutputStream, type Paint } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
+import { writeLine, type CliIo } from './cli-io.js';
 
 const STATS_USAGE = `usage: tablequeue stats --database URL --table NAME [options]
 
@@ -28,20 +29,20 @@ ${INSPECTOR_FLAGS_HELP}
 
 const DEFAULT_WATCH_SECONDS = 2;
 
-export async function runStatsCommand(args: string[]): Promise<number> {
+export async function runStatsCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: withWatchValue(args),
     options: STATS_FLAGS,
     strict: true,
   });
   if (values.help) {
-    console.log(STATS_USAGE);
+    writeLine(io.stdout, STATS_USAGE);
     return 0;
   }
-  const options = inspectorOptionsOf('stats', values, STATS_USAGE);
+  const options = inspectorOptionsOf('stats', values, STATS_USAGE, io.env);
   const watchMs = values.watch === undefined ? undefined : watchIntervalMs(values.watch);
-  const out: OutputStream = process.stdout;
-  const paint = paintFor(out);
+  const out: OutputStream = io.stdout;
+  const paint = paintFor(out, io.env);
   const inspector = await openQueueReadersInspector(options, values['heartbeat-table'] ?? DEFAULT_HEARTBEAT_TABLE);
   try {
     if (watchMs === undefined) {
