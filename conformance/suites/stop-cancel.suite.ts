@@ -47,6 +47,8 @@ export function stopCancelSuite(context: SuiteContext): void {
             },
             { transactional: where === 'context.tx' },
           );
+          const reported: string[] = [];
+          broker.on('error', (_error, detail) => reported.push(String(detail['phase'])));
           await broker.start();
           await broker.publish(table.queue('emails'), { n: 1 });
           await started.waitFor(1);
@@ -57,6 +59,8 @@ export function stopCancelSuite(context: SuiteContext): void {
           expect(performance.now() - stopStartedAt).toBeLessThan(5_000);
           expect(await sleepsRunning(context)).toBe(0);
           expect(await countRows(context.db, 'jobs')).toBe(1);
+          // The handler's cancelled query is its failure to report; nothing else went wrong.
+          expect(reported.filter((phase) => phase !== 'handler')).toEqual([]);
         });
       });
     }

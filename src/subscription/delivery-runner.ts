@@ -368,6 +368,9 @@ export class DeliveryRunner {
 
   async #settle(row: HeldRow, outcome: Outcome, settlement: Settlement, span: ProcessSpan | undefined): Promise<void> {
     if (this.#abandoned.has(row)) return;
+    // The settlement owns the row from here: a stop that gives up on handlers hands back only
+    // rows no settlement has begun for (a handler whose query stop cancelled settles at once).
+    this.#inFlight.delete(row);
     const { observer } = this.#options;
     const settled = settledOutcome(settlement, outcome);
     try {
