@@ -8,6 +8,7 @@ import {
   type RequeueSteps,
 } from '../dialect/inspection-statements.js';
 import { LAST_ERROR_HEADER } from '../dialect/last-error-header.js';
+import { withTransaction } from '../driver/connection-scope.js';
 import { createDriver } from '../driver/create-driver.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { DeclarationError, SchemaError, StatementError, UnsupportedError } from '../errors.js';
@@ -243,27 +244,12 @@ export class TableQueueInspector implements QueueInspector {
     if (this.#parts.ownsDriver) await this.#parts.driver.close();
   }
 
-  async #inTransaction<T>(work: (connection: Connection) => Promise<T>): Promise<T> {
+  #inTransaction<T>(work: (connection: Connection) => Promise<T>): Promise<T> {
     const { driver, dialect } = this.#parts;
-    const connection = await driver.acquire();
-    try {
-      // One writer (SQLite): take the write lock at begin, so the copy and the delete see one state.
-      const begin = dialect.session.begin({ sqliteBegin: 'immediate' });
-      for (const statement of begin) await connection.execute(bindStatement(statement, {}));
-      let result: T;
-      try {
-        result = await work(connection);
-        await connection.execute(bindStatement(dialect.session.commit(), {}));
-      } catch (error) {
-        await connection.execute(bindStatement(dialect.session.rollback(), {}));
-        throw error;
-      }
-      connection.release();
-      return result;
-    } catch (error) {
-      connection.destroy();
-      throw error;
-    }
+    const { session } = dialect;
+    // One writer (SQLite): take the write lock at begin, so the copy and the delete see one state.
+    const statements = { begin: session.begin({ sqliteBegin: 'immediate' }), commit: session.commit(), rollback: session.rollback() };
+    return withTransaction(driver, statements, (_transaction, connection) => work(connection));
   }
 
   #requireDeadLetter(what: string): ResolvedDeadLetter {

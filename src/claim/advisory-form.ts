@@ -1,4 +1,5 @@
 import { ADVISORY_CONFIRMED_COLUMN, ADVISORY_KEY_COLUMN, type AdvisoryTake } from '../dialect/advisory-statements.js';
+import { inTransaction, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
@@ -271,14 +272,7 @@ export class AdvisoryForm implements ClaimForm {
       async (settlement) => {
         try {
           if (this.#statements.settlements[settlement.kind].length === 0) return;
-          const connection = await this.#context.driver.acquire();
-          try {
-            await this.#runSettlement(connection, claimed, settlement);
-          } catch (error) {
-            connection.destroy();
-            throw error;
-          }
-          connection.release();
+          await withConnection(this.#context.driver, (connection) => this.#runSettlement(connection, claimed, settlement));
         } finally {
           inProcessLocks.unlock(database, key);
         }
@@ -345,13 +339,10 @@ export class AdvisoryForm implements ClaimForm {
       destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
       lastError: settlement.kind === 'deadLetter' ? settlement.lastError : undefined,
     };
-    if (statements.length <= 1) {
+    const run = async () => {
       for (const statement of statements) await connection.execute(bindStatement(statement, values));
-      return;
-    }
-    for (const statement of this.#statements.begin) await connection.execute(bindStatement(statement, {}));
-    for (const statement of statements) await connection.execute(bindStatement(statement, values));
-    await connection.execute(bindStatement(this.#statements.commit, {}));
+    };
+    await (statements.length <= 1 ? run() : inTransaction(connection, this.#statements, run));
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { LeaseClaim } from '../dialect/dialect.js';
+import { inTransaction, withConnection, type OpenTransaction, type TransactionStatements } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
@@ -51,17 +52,8 @@ export class LeaseClaimer {
    * Claims on a connection of its own, released afterwards (destroyed after a failure). Undefined
    * when the claim's own transaction could not begin: the session was inside one of the service's.
    */
-  async claim(driver: Driver, values: ParamValues): Promise<Record<string, unknown>[] | undefined> {
-    const connection = await driver.acquire();
-    let rows: Record<string, unknown>[] | undefined;
-    try {
-      rows = await this.claimOn(connection, values);
-    } catch (error) {
-      connection.destroy();
-      throw error;
-    }
-    connection.release();
-    return rows;
+  claim(driver: Driver, values: ParamValues): Promise<Record<string, unknown>[] | undefined> {
+    return withConnection(driver, (connection) => this.claimOn(connection, values));
   }
 
   /**
@@ -70,43 +62,47 @@ export class LeaseClaimer {
    */
   async claimOn(connection: Connection, values: ParamValues): Promise<Record<string, unknown>[] | undefined> {
     const { claim, ownTransaction } = this.#options;
-    if (claim.kind === 'selectThenStamp') return this.#selectThenStamp(connection, claim, values);
-    if (claim.guarded !== undefined) {
-      await runAll(connection, claim.guarded.begin);
-      if (!(await ownsGroup(connection, claim.guarded.guard, values, this.#options.rollback))) return [];
-      return this.#commitAfter(connection, (await connection.execute(bindStatement(claim.statement, values))).rows);
+    if (claim.kind === 'selectThenStamp') {
+      return inTransaction(connection, this.#session(claim.begin), (transaction) =>
+        this.#selectThenStamp(connection, transaction, claim, values),
+      );
     }
-    if (ownTransaction === undefined) return (await connection.execute(bindStatement(claim.statement, values))).rows;
-    try {
-      await runAll(connection, ownTransaction);
-    } catch {
-      return undefined;
+    const { guarded } = claim;
+    const run = async () => (await connection.execute(bindStatement(claim.statement, values))).rows;
+    if (guarded !== undefined) {
+      return inTransaction(connection, this.#session(guarded.begin), async (transaction) => {
+        if (await ownsGroup(connection, guarded.guard, values)) return run();
+        await transaction.rollBack();
+        return [];
+      });
     }
-    return this.#commitAfter(connection, (await connection.execute(bindStatement(claim.statement, values))).rows);
+    if (ownTransaction === undefined) return run();
+    return inTransaction(connection, this.#session(ownTransaction), run, { whenBeginRefused: () => undefined });
   }
 
   /** The guard (FIFO tables) and the select lock the rows; a stamp leases each, or one stamps all. */
   async #selectThenStamp(
     connection: Connection,
+    transaction: OpenTransaction,
     claim: Extract<LeaseClaim, { kind: 'selectThenStamp' }>,
     values: ParamValues,
   ): Promise<Record<string, unknown>[]> {
-    const { idColumn, rollback } = this.#options;
-    await runAll(connection, claim.begin);
-    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values, rollback))) return [];
+    const { idColumn } = this.#options;
+    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values))) {
+      await transaction.rollBack();
+      return [];
+    }
     const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
     if (selected.length > 1 && claim.stampAll !== undefined) {
       const ids = selected.map((row) => row[idColumn]);
       // Padded to a power of two with the last id, so few texts are ever prepared.
       const stampAll = this.#stampAllFor(claim.stampAll, ids.length);
       const { affectedRows } = await connection.execute(bindRepeated(stampAll, ids.map((id) => ({ id })), values, 'id'));
+      if (affectedRows === ids.length) return selected;
       // The select locked every row it returned; if one was not stamped, which one is unknown, so
       // the claim takes nothing and its rows stay where they were.
-      if (affectedRows !== ids.length) {
-        await connection.execute(bindStatement(rollback, {}));
-        return [];
-      }
-      return this.#commitAfter(connection, selected);
+      await transaction.rollBack();
+      return [];
     }
     const stamped: Record<string, unknown>[] = [];
     for (const row of selected) {
@@ -114,12 +110,11 @@ export class LeaseClaimer {
       if ((await connection.execute(stamp)).affectedRows > 0) stamped.push(row);
       else if (this.#options.stopsAtFirstTaken) break;
     }
-    return this.#commitAfter(connection, stamped);
+    return stamped;
   }
 
-  async #commitAfter(connection: Connection, rows: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
-    await connection.execute(bindStatement(this.#options.commit, {}));
-    return rows;
+  #session(begin: readonly Statement[]): TransactionStatements {
+    return { begin, commit: this.#options.commit, rollback: this.#options.rollback };
   }
 
   #stampAllFor(render: (rowCount: number) => Statement, idCount: number): Statement {
@@ -131,8 +126,4 @@ export class LeaseClaimer {
     }
     return statement;
   }
-}
-
-async function runAll(connection: Connection, statements: readonly Statement[]): Promise<void> {
-  for (const statement of statements) await connection.execute(bindStatement(statement, {}));
 }

@@ -1,5 +1,6 @@
 import type { DeadLetterTarget, Dialect, LeaseSettleMany, LeaseSettleManyRequest, TableColumns } from '../dialect/dialect.js';
-import type { Connection, Driver } from '../driver/driver.js';
+import { withConnection, withTransaction } from '../driver/connection-scope.js';
+import type { Driver } from '../driver/driver.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
 import { bindRepeated, bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -103,32 +104,29 @@ export class LeaseCoalescedSettlements {
     if (first === undefined) return;
     const { spec } = this.#context;
     const rendered = this.#render(this.#requestOf(first.settlement.kind, items.length))!;
-    let connection: Connection | undefined;
+    let settled: Record<string, unknown>[];
     try {
-      connection = await this.#context.driver.acquire();
-      const settled = await this.#run(connection, rendered, items);
-      connection.release();
-      const ids = new Set(settled.map((row) => String(row[spec.id.column])));
-      for (const item of items) item.answer.resolve(ids.has(item.slot.id) ? 'settled' : 'notCarried');
+      settled = await this.#run(rendered, items);
     } catch {
-      connection?.destroy();
       for (const item of items) item.answer.resolve('failed');
+      return;
     }
+    const ids = new Set(settled.map((row) => String(row[spec.id.column])));
+    for (const item of items) item.answer.resolve(ids.has(item.slot.id) ? 'settled' : 'notCarried');
   }
 
-  async #run(connection: Connection, rendered: LeaseSettleMany, items: Pending[]): Promise<Record<string, unknown>[]> {
-    if (rendered.kind === 'returning') return (await connection.execute(this.#bind(rendered, rendered.statement, items))).rows;
-    for (const statement of rendered.begin) await connection.execute(bindStatement(statement, {}));
-    try {
+  async #run(rendered: LeaseSettleMany, items: Pending[]): Promise<Record<string, unknown>[]> {
+    const { driver } = this.#context;
+    if (rendered.kind === 'returning') {
+      const statement = this.#bind(rendered, rendered.statement, items);
+      return withConnection(driver, async (connection) => (await connection.execute(statement)).rows);
+    }
+    const session = { begin: rendered.begin, commit: this.#commit, rollback: this.#rollback };
+    return withTransaction(driver, session, async (_transaction, connection) => {
       const locked = (await connection.execute(this.#bind(rendered, rendered.lock, items))).rows;
       if (locked.length > 0) await connection.execute(this.#bind(rendered, rendered.write, items));
-      await connection.execute(bindStatement(this.#commit, {}));
       return locked;
-    } catch (error) {
-      // The caller destroys the connection; the rollback only spares the server a wait for it.
-      await connection.execute(bindStatement(this.#rollback, {})).catch(() => undefined);
-      throw error;
-    }
+    });
   }
 
   #bind(rendered: LeaseSettleMany, statement: Statement, items: Pending[]): BoundStatement {

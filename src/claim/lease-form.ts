@@ -1,4 +1,5 @@
 import type { LeaseClaim } from '../dialect/dialect.js';
+import { withConnection, withTransaction } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
 import { LeaseLostError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
@@ -111,27 +112,20 @@ export class LeaseForm implements ClaimForm {
     return this.#gatherer === undefined ? this.#claimNow(limit, now) : this.#gatherer.claim(limit, now);
   }
 
-  async #claimNow(limit: number, now: Date): Promise<HeldRow[]> {
+  #claimNow(limit: number, now: Date): Promise<HeldRow[]> {
     const { driver, dialect, spec, group, transactional } = this.#context;
     const lockedUntil = leaseExpiry(now, this.#options.leaseMs);
     // Transactional mode is for single deliveries: each holds the connection its claim ran on.
     const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
-    const connection = await driver.acquire();
-    let rows: Record<string, unknown>[];
-    try {
-      rows = (await this.#claimer.claimOn(connection, values)) ?? [];
-    } catch (error) {
-      connection.destroy();
-      throw error;
-    }
-    const attemptIsCounted = dialect.capabilities.leaseClaimReturnsCountedAttempt;
-    const claimed = rows.map((row) => readClaimedRow(spec, row, attemptIsCounted));
-    const first = claimed[0];
-    if (!transactional || first === undefined) {
-      connection.release();
-      return claimed.map((row) => this.#hold(row, lockedUntil, undefined));
-    }
-    return [await this.#holdInTransaction(first, lockedUntil, connection)];
+    return withConnection(driver, async (connection, keep) => {
+      const rows = (await this.#claimer.claimOn(connection, values)) ?? [];
+      const attemptIsCounted = dialect.capabilities.leaseClaimReturnsCountedAttempt;
+      const claimed = rows.map((row) => readClaimedRow(spec, row, attemptIsCounted));
+      const first = claimed[0];
+      if (!transactional || first === undefined) return claimed.map((row) => this.#hold(row, lockedUntil, undefined));
+      keep();
+      return [await this.#holdInTransaction(first, lockedUntil, connection)];
+    });
   }
 
   /** Stop began: settlements waiting for company go now, and later ones do not wait a window. */
@@ -160,6 +154,7 @@ export class LeaseForm implements ClaimForm {
     try {
       for (const statement of this.#statements.beginDelivery) await connection.execute(bindStatement(statement, {}));
     } catch (error) {
+      // Ended before the hand back, which takes a connection of its own.
       connection.destroy();
       await this.#hold(claimed, lockedUntil, undefined)
         .handBack()
@@ -238,29 +233,21 @@ export class LeaseForm implements ClaimForm {
 
   /** Runs a settlement under one token on a connection of its own; false when no row carried that token. */
   async #runFenced(statements: Statement[], values: ParamValues): Promise<boolean> {
-    const connection = await this.#context.driver.acquire();
-    try {
-      if (statements.length === 1) {
-        const changed = (await connection.execute(bindStatement(statements[0]!, values))).affectedRows > 0;
-        connection.release();
-        return changed;
-      }
-      // A dead letter into a table is a copy then a delete: both in one transaction, both fenced.
-      for (const statement of this.#statements.begin) await connection.execute(bindStatement(statement, {}));
+    const { driver } = this.#context;
+    if (statements.length === 1) {
+      const statement = bindStatement(statements[0]!, values);
+      return withConnection(driver, async (connection) => (await connection.execute(statement)).affectedRows > 0);
+    }
+    // A dead letter into a table is a copy then a delete: both in one transaction, both fenced.
+    return withTransaction(driver, this.#statements, async (transaction, connection) => {
       for (const statement of statements) {
         if ((await connection.execute(bindStatement(statement, values))).affectedRows === 0) {
-          await connection.execute(bindStatement(this.#statements.rollback, {}));
-          connection.release();
+          await transaction.rollBack();
           return false;
         }
       }
-      await connection.execute(bindStatement(this.#statements.commit, {}));
-      connection.release();
       return true;
-    } catch (error) {
-      connection.destroy();
-      throw error;
-    }
+    });
   }
 
   #lost(slot: LeaseSlot): LeaseLostError {

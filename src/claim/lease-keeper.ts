@@ -1,5 +1,6 @@
 import { bindStatement, type Statement } from '../statement.js';
-import type { Driver } from '../driver/driver.js';
+import { withConnection } from '../driver/connection-scope.js';
+import type { Connection, Driver } from '../driver/driver.js';
 import { leaseExpiry, type LeaseBook, type LeaseSlot } from './lease-book.js';
 
 export interface LeaseKeeperOptions {
@@ -48,53 +49,49 @@ export class LeaseKeeper {
   }
 
   async #round(): Promise<void> {
-    const { driver, book, extend, leaseMs } = this.#options;
+    const { driver, book } = this.#options;
     if (book.renewable().length === 0) return;
-    let connection;
     try {
       // Renewals take the connection kept for them, so handlers' own queries never make them wait.
-      connection = await driver.acquire({ purpose: 'renewal' });
+      await withConnection(driver, (connection) => this.#renewOn(connection), { purpose: 'renewal' });
     } catch (error) {
       this.#options.onError(error);
-      return;
     }
-    try {
-      // "now" is read after the pool lent the connection, so a wait for it never shortens a lease.
-      const next = leaseExpiry(new Date(), leaseMs);
-      for (const slot of book.renewable()) {
-        // Rows renewed before this one took round trips, in which this row's delivery may have
-        // settled: its row is then gone or released by our own ack, which is no lost lease.
-        if (!book.isRenewable(slot)) continue;
-        const held = slot.token;
-        const extension = connection
-          .execute(bindStatement(extend, { lockedUntil: next, id: slot.idValue, held }))
-          .then(
-            (result) => {
-              if (result.affectedRows > 0) {
-                slot.token = next;
-                slot.uncertainToken = undefined;
-                this.#options.onRenewed();
-              } else {
-                slot.isLost = true;
-                this.#options.onLost(slot);
-              }
-            },
-            (error: unknown) => {
-              slot.uncertainToken = next;
-              throw error;
-            },
-          );
-        slot.extension = extension.catch(() => undefined);
-        try {
-          await extension;
-        } finally {
-          slot.extension = undefined;
-        }
+  }
+
+  async #renewOn(connection: Connection): Promise<void> {
+    const { book, extend, leaseMs } = this.#options;
+    // "now" is read after the pool lent the connection, so a wait for it never shortens a lease.
+    const next = leaseExpiry(new Date(), leaseMs);
+    for (const slot of book.renewable()) {
+      // Rows renewed before this one took round trips, in which this row's delivery may have
+      // settled: its row is then gone or released by our own ack, which is no lost lease.
+      if (!book.isRenewable(slot)) continue;
+      const held = slot.token;
+      const extension = connection
+        .execute(bindStatement(extend, { lockedUntil: next, id: slot.idValue, held }))
+        .then(
+          (result) => {
+            if (result.affectedRows > 0) {
+              slot.token = next;
+              slot.uncertainToken = undefined;
+              this.#options.onRenewed();
+            } else {
+              slot.isLost = true;
+              this.#options.onLost(slot);
+            }
+          },
+          (error: unknown) => {
+            slot.uncertainToken = next;
+            throw error;
+          },
+        );
+      slot.extension = extension.catch(() => undefined);
+      try {
+        await extension;
+      } finally {
+        slot.extension = undefined;
       }
-      connection.release();
-    } catch (error) {
-      connection.destroy();
-      this.#options.onError(error);
     }
   }
 }

@@ -1,4 +1,5 @@
-import { bindStatement, type Statement } from '../statement.js';
+import { withConnection } from '../driver/connection-scope.js';
+import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { ClaimForm, HeldRow } from './claim-form.js';
 import { ownsGroup } from './claim-guard.js';
 import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
@@ -40,33 +41,31 @@ export class RowLockForm implements ClaimForm {
     return [...(guard ? [guard] : []), claim, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : [])];
   }
 
-  async claim(limit: number, now: Date): Promise<HeldRow[]> {
+  /**
+   * The claim's transaction stays open through the handlers: the connection goes on to the
+   * `ClaimTransaction` that settles the rows and commits. Taking nothing ends it here.
+   */
+  claim(limit: number, now: Date): Promise<HeldRow[]> {
     const { driver, spec, group, transactional, subscription } = this.#context;
     const statements = this.#statements;
-    const connection = await driver.acquire();
-    let rows: Record<string, unknown>[];
-    try {
-      for (const statement of statements.begin) await connection.execute(bindStatement(statement, {}));
+    return withConnection(driver, async (connection, keep) => {
+      const run = (statement: Statement, values: ParamValues = {}) => connection.execute(bindStatement(statement, values));
+      for (const statement of statements.begin) await run(statement);
       // Another claim or delivery owning the group ends the transaction, dropping what the guard took.
-      if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }, statements.rollback))) {
-        connection.release();
+      if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }))) {
+        await run(statements.rollback);
         return [];
       }
-      const rowLimit = transactional ? 1 : limit;
-      rows = (await connection.execute(bindStatement(statements.claim, { group, now, limit: rowLimit }))).rows;
+      const rows = (await run(statements.claim, { group, now, limit: transactional ? 1 : limit })).rows;
       if (rows.length === 0) {
-        await connection.execute(bindStatement(statements.commit, {}));
-        connection.release();
+        await run(statements.commit);
         return [];
       }
-      if (transactional) await connection.execute(bindStatement(statements.savepoint, {}));
-    } catch (error) {
-      // The transaction's state is unknown after a failure: end the session, never pool it.
-      connection.destroy();
-      throw error;
-    }
-    const transaction = new ClaimTransaction({ statements, connection, rowCount: rows.length, subscription, transactional });
-    return rows.map((row) => transaction.hold(readClaimedRow(spec, row, false)));
+      if (transactional) await run(statements.savepoint);
+      keep();
+      const transaction = new ClaimTransaction({ statements, connection, rowCount: rows.length, subscription, transactional });
+      return rows.map((row) => transaction.hold(readClaimedRow(spec, row, false)));
+    });
   }
 
   close(): void {}

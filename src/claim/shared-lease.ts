@@ -1,5 +1,5 @@
 import type { Driver } from '../driver/driver.js';
-import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import { leaseExpiry, LeaseTokens } from './lease-book.js';
 
 export interface SharedLeaseOptions {
@@ -31,10 +31,6 @@ export class SharedLease extends LeaseTokens {
     this.#options = options;
   }
 
-  get rowCount(): number {
-    return this.#options.rowCount;
-  }
-
   /** Runs `work` with the lease renewed every half lease, and waits for a renewal in flight when it ends. */
   async renewWhile<T>(work: () => Promise<T>): Promise<T> {
     let inFlight: Promise<void> | undefined;
@@ -54,6 +50,20 @@ export class SharedLease extends LeaseTokens {
     await this.#options.driver.execute(this.#extend(lockedUntil));
   }
 
+  /**
+   * Runs `statement` (params `held`, the lease's values and `values`) on the rows under the token,
+   * then under the uncertain one while rows remain (the relay's marks): the rows it changed.
+   */
+  async runUnderTokens(statement: Statement, values: ParamValues): Promise<number> {
+    let changed = 0;
+    for (const held of this.candidateTokens()) {
+      const bound = bindStatement(statement, { ...this.#options.values, ...values, held });
+      changed += (await this.#options.driver.execute(bound)).affectedRows;
+      if (changed >= this.#options.rowCount) break;
+    }
+    return changed;
+  }
+
   async #renew(): Promise<void> {
     const next = leaseExpiry(new Date(), this.#options.leaseMs);
     try {
@@ -66,7 +76,7 @@ export class SharedLease extends LeaseTokens {
     }
   }
 
-  #extend(lockedUntil: Date) {
+  #extend(lockedUntil: Date): BoundStatement {
     return bindStatement(this.#options.extend, { ...this.#options.values, held: this.token, lockedUntil });
   }
 }

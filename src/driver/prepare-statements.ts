@@ -1,5 +1,6 @@
 import { SchemaError, StatementError } from '../errors.js';
 import { bindStatement, type Statement } from '../statement.js';
+import { withConnection } from './connection-scope.js';
 import type { Driver } from './driver.js';
 
 /** What the statements serve, for the message: `table "jobs"`, `outbox "app.outbox"`. */
@@ -29,8 +30,7 @@ export function schemaErrorOf(preparedFor: PreparedFor, statement: Statement, er
  * `start()` instead of the first claim. A connection that saw a failure is destroyed, not reused.
  */
 export async function prepareStatements(driver: Driver, statements: readonly Statement[], preparedFor: PreparedFor): Promise<void> {
-  const connection = await driver.acquire();
-  try {
+  await withConnection(driver, async (connection) => {
     for (const statement of statements) {
       const placeholders = Object.fromEntries(statement.params.map((param) => [param, null]));
       try {
@@ -39,9 +39,5 @@ export async function prepareStatements(driver: Driver, statements: readonly Sta
         throw schemaErrorOf(preparedFor, statement, error);
       }
     }
-    connection.release();
-  } catch (error) {
-    connection.destroy();
-    throw error;
-  }
+  });
 }

@@ -8,6 +8,7 @@ import {
   SEEN_RECORD_ID_COLUMN,
   type SeenStatements,
 } from '../dialect/outbox-seen-statements.js';
+import { withConnection } from '../driver/connection-scope.js';
 import type { Driver } from '../driver/driver.js';
 import { DeclarationError, SchemaError, StatementError } from '../errors.js';
 import { bindStatement, type BoundStatement } from '../statement.js';
@@ -86,8 +87,7 @@ export class DedupeGate {
   /** Renders and prepares the statements; a missing seen table fails `start()` with a `SchemaError`. */
   async open(driver: Driver, dialect: Dialect): Promise<void> {
     const statements = createSeenStatements(dialect.name, { schema: this.#table.schema, name: this.#table.table });
-    const connection = await driver.acquire();
-    try {
+    await withConnection(driver, async (connection) => {
       for (const statement of [statements.find, statements.insert]) {
         const placeholders = Object.fromEntries(statement.params.map((param) => [param, null]));
         try {
@@ -103,11 +103,7 @@ export class DedupeGate {
           });
         }
       }
-      connection.release();
-    } catch (error) {
-      connection.destroy();
-      throw error;
-    }
+    });
     this.#statements = statements;
   }
 

@@ -1,25 +1,24 @@
 import { leaseExpiry, roundLeaseMs } from '../claim/lease-book.js';
 import { LeaseClaimer } from '../claim/lease-claimer.js';
-import { SharedLease } from '../claim/shared-lease.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { createOutboxStatements, type OutboxStatements } from '../dialect/outbox-statements.js';
+import { withTransaction } from '../driver/connection-scope.js';
 import { prepareStatements } from '../driver/prepare-statements.js';
 import { bindStatement } from '../statement.js';
 import type { OutboxTable } from './define-outbox.js';
-import type { OutboxDestination, OutboxRecord, RelayTransaction } from './destination.js';
+import type { OutboxDestination, RelayTransaction } from './destination.js';
 import { DestinationLink } from './destination-link.js';
 import { NameBackoffs } from './name-backoffs.js';
-import { claimedRecords } from './outbox-records.js';
 import type { ResolvedRelayOptions } from './relay-options.js';
+import { RelayBatchClaimer, type RelayBatch as Batch } from './relay-batch.js';
 import { RelayLoop } from './relay-loop.js';
 import type { RelayCounts, RelayRuntime, RelayStats } from './relay-runtime.js';
 
-/** One claimed batch: a name's first records, all under one lease token. */
-interface Batch {
-  readonly name: string;
-  readonly records: OutboxRecord[];
-  readonly lease: SharedLease;
-}
+/**
+ * How a send into the outbox's database ended: its transaction committed, the lease was found
+ * lost, or the transaction could not begin (the service held the shared session in one of its own).
+ */
+type SentWithin = DeliveryTransaction | 'leaseLost' | 'notBegun';
 
 /**
  * Relays an outbox table to a destination, continuously, beside any number of replicas.
@@ -44,7 +43,7 @@ export class Relay {
   readonly #counts: RelayCounts = { relayed: 0, sends: 0, failedSends: 0, claims: 0, emptyClaims: 0, leasesLost: 0 };
   #runtime: RelayRuntime | undefined;
   #statements: OutboxStatements | undefined;
-  #claimer: LeaseClaimer | undefined;
+  #batches: RelayBatchClaimer | undefined;
   #isTransactional = false;
 
   constructor(outbox: OutboxTable, destination: OutboxDestination, options: ResolvedRelayOptions) {
@@ -90,7 +89,17 @@ export class Relay {
     });
     this.#runtime = runtime;
     this.#statements = statements;
-    this.#claimer = claimer;
+    this.#batches = new RelayBatchClaimer({
+      driver,
+      spec,
+      claimer,
+      extend: statements.extend,
+      leaseMs: this.#leaseMs,
+      batchSize: this.#options.batch,
+      counts: this.#counts,
+      onLost: (batch) => this.#leaseLost(batch, 'a renewal'),
+      onRenewalError: (error, name) => runtime.onError(error, this.#detail({ name, phase: 'lease renewal' })),
+    });
     this.#isTransactional =
       this.destination.sendWithin !== undefined && this.destination.sharesDatabaseWith?.(runtime.broker) === true;
   }
@@ -138,7 +147,7 @@ export class Relay {
 
   /** One batch of one name: claim, send, mark; or after a failure, the backoff. Whether it took records. */
   async #relayName(name: string): Promise<boolean> {
-    const batch = await this.#claim(name);
+    const batch = await this.#batches!.claim(name);
     if (batch === undefined) return false;
     try {
       if (this.#isTransactional) await this.#sendWithin(batch);
@@ -151,44 +160,11 @@ export class Relay {
     return true;
   }
 
-  async #claim(name: string): Promise<Batch | undefined> {
-    const { driver, onError } = this.#runtime!;
-    const now = new Date();
-    const token = leaseExpiry(now, this.#leaseMs);
-    const values = { group: name, leaseNow: now, limit: this.#options.batch, lockedUntil: token };
-    const rows = await this.#claimer!.claim(driver, values);
-    if (rows === undefined) return undefined;
-    this.#counts.claims += 1;
-    if (rows.length === 0) {
-      this.#counts.emptyClaims += 1;
-      return undefined;
-    }
-    const records = claimedRecords(this.outbox.spec, rows);
-    const lease = new SharedLease({
-      driver,
-      extend: this.#statements!.extend,
-      values: { group: name },
-      rowCount: records.length,
-      token,
-      leaseMs: this.#leaseMs,
-      onLost: () => this.#leaseLost(batch, 'a renewal'),
-      onError: (error) => onError(error, this.#detail({ name, phase: 'lease renewal' })),
-    });
-    const batch: Batch = { name, records, lease };
-    return batch;
-  }
-
   /** A destination elsewhere: send with the lease renewed meanwhile, then mark what it confirmed. */
   async #sendThenFinish(batch: Batch): Promise<void> {
     await this.#link.open();
     await batch.lease.renewWhile(() => this.destination.send(batch.records));
-    const now = new Date();
-    let finished = 0;
-    for (const held of batch.lease.candidateTokens()) {
-      const finish = bindStatement(this.#statements!.finish, { group: batch.name, held, now });
-      finished += (await this.#runtime!.driver.execute(finish)).affectedRows;
-      if (finished >= batch.records.length) break;
-    }
+    const finished = await batch.lease.runUnderTokens(this.#statements!.finish, { now: new Date() });
     this.#confirmed(batch);
     if (finished < batch.records.length) this.#leaseLost(batch, 'marking the sent records processed');
   }
@@ -199,55 +175,35 @@ export class Relay {
    */
   async #sendWithin(batch: Batch): Promise<void> {
     const { driver, dialect, publishManyWithin } = this.#runtime!;
-    const statements = this.#statements!;
-    const sharesSession = dialect.capabilities.sharesSessionWithService;
+    const session = { begin: this.#statements!.begin, commit: dialect.session.commit(), rollback: dialect.session.rollback() };
     await this.#link.open();
-    const connection = await driver.acquire();
-    if (sharesSession) {
-      try {
-        for (const statement of statements.begin) await connection.execute(bindStatement(statement, {}));
-      } catch {
-        // A service's transaction holds the shared handle: look again after the backoff.
-        connection.release();
-        await this.#retryLater(batch, undefined);
-        return;
-      }
-    }
-    const transaction = new DeliveryTransaction(connection, batch.records[0]!.id);
-    let isOpen = sharesSession;
-    try {
-      if (!isOpen) for (const statement of statements.begin) await connection.execute(bindStatement(statement, {}));
-      isOpen = true;
-      const finish = bindStatement(statements.finish, { group: batch.name, held: batch.lease.token, now: new Date() });
-      if ((await connection.execute(finish)).affectedRows !== batch.records.length) {
-        await connection.execute(bindStatement(dialect.session.rollback(), {}));
-        isOpen = false;
-        transaction.rolledBack();
-        connection.release();
-        this.#leaseLost(batch, 'opening the transaction that writes them');
-        return;
-      }
-      const lent: RelayTransaction = {
-        publishMany: (queue, items) => publishManyWithin(queue, items, transaction),
-      };
-      await this.destination.sendWithin!(batch.records, lent);
-      transaction.endLoan();
-      await connection.execute(bindStatement(dialect.session.commit(), {}));
-      isOpen = false;
-    } catch (error) {
-      transaction.rolledBack();
-      if (isOpen) {
-        await connection.execute(bindStatement(dialect.session.rollback(), {})).then(
-          () => connection.release(),
-          () => connection.destroy(),
-        );
-      } else {
-        connection.destroy();
-      }
-      throw error;
-    }
-    connection.release();
-    transaction.committed();
+    const sent = await withTransaction<SentWithin>(
+      driver,
+      session,
+      async ({ rollBack }, connection) => {
+        const finish = bindStatement(this.#statements!.finish, { group: batch.name, held: batch.lease.token, now: new Date() });
+        if ((await connection.execute(finish)).affectedRows !== batch.records.length) {
+          await rollBack();
+          this.#leaseLost(batch, 'opening the transaction that writes them');
+          return 'leaseLost';
+        }
+        const transaction = new DeliveryTransaction(connection, batch.records[0]!.id);
+        const lent: RelayTransaction = { publishMany: (queue, items) => publishManyWithin(queue, items, transaction) };
+        try {
+          await this.destination.sendWithin!(batch.records, lent);
+        } catch (error) {
+          transaction.rolledBack();
+          throw error;
+        }
+        transaction.endLoan();
+        return transaction;
+      },
+      // A service's transaction holds the shared session: look again after the backoff.
+      dialect.capabilities.sharesSessionWithService ? { whenBeginRefused: () => 'notBegun' } : undefined,
+    );
+    if (sent === 'notBegun') return this.#retryLater(batch, undefined);
+    if (sent === 'leaseLost') return;
+    sent.committed();
     this.#confirmed(batch);
   }
 

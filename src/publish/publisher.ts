@@ -3,6 +3,7 @@ import { encodeHeaders, encodePayload, requirePayloadSize, requireStorableText }
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { NotifyStatements } from '../dialect/notify.js';
+import { inTransaction, withConnection } from '../driver/connection-scope.js';
 import type { Connection, Driver, QueryResult } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
 import { bindPositional, bindStatement, type BoundStatement, type Statement } from '../statement.js';
@@ -105,21 +106,17 @@ export class Publisher {
    * (`tx: context.tx`) when it commits, since a claim could not see the rows before.
    */
   async #write<T>(queue: Queue<unknown>, tx: unknown, insert: (connection: Connection) => Promise<T>): Promise<T> {
-    const notification = this.#notification(queue);
     const { driver } = this.#options;
-    const connection =
-      tx === undefined ? await driver.acquire() : tx instanceof DeliveryTransaction ? tx.asConnection() : driver.adopt(tx);
-    let result: T;
-    try {
-      result = await insert(connection);
-      if (notification !== undefined) {
-        await connection.execute(notification).catch((error: unknown) =>
-          this.#options.onNotifyError(error, { queue: queue.label, phase: 'notify' }),
-        );
-      }
-    } finally {
-      connection.release();
-    }
+    const insertThenNotify = async (connection: Connection): Promise<T> => {
+      const result = await insert(connection);
+      await this.#notify(queue, connection);
+      return result;
+    };
+    // The service's connection, or the delivery's transaction, stays with its owner.
+    const result =
+      tx === undefined
+        ? await withConnection(driver, insertThenNotify)
+        : await insertThenNotify(tx instanceof DeliveryTransaction ? tx.asConnection() : driver.adopt(tx));
     const wake = () => this.#options.wake(queue.table.spec, queue.group);
     if (tx instanceof DeliveryTransaction) tx.afterCommit(wake);
     else wake();
@@ -134,30 +131,24 @@ export class Publisher {
    * lost connection, whose transaction the server rolls back as the session ends).
    */
   async #writeInTransaction(queue: Queue<unknown>, insert: (connection: Connection) => Promise<void>): Promise<void> {
-    const notification = this.#notification(queue);
     const { driver, dialect } = this.#options;
     const session = dialect.session;
     // One writer (SQLite): take the write lock at begin, not at the first insert.
-    const begin = session.begin({ sqliteBegin: 'immediate' });
-    const connection = await driver.acquire();
-    try {
-      for (const statement of begin) await connection.execute(bindStatement(statement, {}));
-      try {
-        await insert(connection);
-        await connection.execute(bindStatement(session.commit(), {}));
-      } catch (error) {
-        await connection.execute(bindStatement(session.rollback(), {})).catch(() => connection.destroy());
-        throw error;
-      }
-      if (notification !== undefined) {
-        await connection.execute(notification).catch((error: unknown) =>
-          this.#options.onNotifyError(error, { queue: queue.label, phase: 'notify' }),
-        );
-      }
-    } finally {
-      connection.release();
-    }
+    const statements = { begin: session.begin({ sqliteBegin: 'immediate' }), commit: session.commit(), rollback: session.rollback() };
+    await withConnection(driver, async (connection) => {
+      await inTransaction(connection, statements, () => insert(connection));
+      await this.#notify(queue, connection);
+    });
     this.#options.wake(queue.table.spec, queue.group);
+  }
+
+  /** Runs the queue's notification, if any; a failure is reported, never thrown: the rows are written. */
+  async #notify(queue: Queue<unknown>, connection: Connection): Promise<void> {
+    const notification = this.#notification(queue);
+    if (notification === undefined) return;
+    await connection.execute(notification).catch((error: unknown) =>
+      this.#options.onNotifyError(error, { queue: queue.label, phase: 'notify' }),
+    );
   }
 
   /**

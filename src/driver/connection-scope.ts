@@ -1,0 +1,102 @@
+import { bindStatement, type Statement } from '../statement.js';
+import type { Connection, Driver } from './driver.js';
+import type { AcquireOptions } from './pool-gate.js';
+
+/** The statements that open and end a transaction, as the dialect renders them. */
+export interface TransactionStatements {
+  readonly begin: readonly Statement[];
+  readonly commit: Statement;
+  readonly rollback: Statement;
+}
+
+/** What `inTransaction`'s work may do besides letting the transaction commit. */
+export interface OpenTransaction {
+  /** Rolls back now; nothing is committed afterwards. A failed rollback destroys the connection. */
+  rollBack(): Promise<void>;
+}
+
+export interface InTransactionOptions<T> {
+  /**
+   * Answers instead of throwing when the BEGIN itself fails, which opened nothing (the relay on a
+   * session the service holds in a transaction of its own: see `sharesSessionWithService`).
+   */
+  readonly whenBeginRefused?: () => T;
+}
+
+/**
+ * Lends a connection to `work` and ends the loan exactly once: released when `work` resolves,
+ * destroyed when it throws, since the session's state is then unknown. Work that hands the
+ * connection on (a claim whose transaction stays open through the handler) calls `keep()`: once
+ * it resolves, whoever it handed the connection to ends the loan; a throw still destroys it.
+ */
+export async function withConnection<T>(
+  driver: Pick<Driver, 'acquire'>,
+  work: (connection: Connection, keep: () => void) => Promise<T>,
+  options?: AcquireOptions,
+): Promise<T> {
+  const connection = await driver.acquire(options);
+  let isKept = false;
+  let result: T;
+  try {
+    result = await work(connection, () => {
+      isKept = true;
+    });
+  } catch (error) {
+    connection.destroy();
+    throw error;
+  }
+  if (!isKept) connection.release();
+  return result;
+}
+
+/** `inTransaction` on a connection of its own (`withConnection`). */
+export function withTransaction<T>(
+  driver: Pick<Driver, 'acquire'>,
+  statements: TransactionStatements,
+  work: (transaction: OpenTransaction, connection: Connection) => Promise<T>,
+  options?: InTransactionOptions<T>,
+): Promise<T> {
+  return withConnection(driver, (connection) => inTransaction(connection, statements, work, options));
+}
+
+/**
+ * Runs `work` inside a transaction on `connection`: begin, work, commit. The transaction ends
+ * exactly once on every path: committed once `work` resolves (unless it rolled back); rolled back
+ * when `work` or the commit throws, and the error rethrown. A rollback that fails destroys the
+ * connection, and the server rolls back as the session ends. So the connection is left with no
+ * transaction open, or destroyed.
+ */
+export async function inTransaction<T>(
+  connection: Connection,
+  statements: TransactionStatements,
+  work: (transaction: OpenTransaction, connection: Connection) => Promise<T>,
+  options?: InTransactionOptions<T>,
+): Promise<T> {
+  try {
+    for (const statement of statements.begin) await connection.execute(bindStatement(statement, {}));
+  } catch (error) {
+    if (options?.whenBeginRefused === undefined) throw error;
+    return options.whenBeginRefused();
+  }
+  let isOpen = true;
+  const rollBack = async (): Promise<void> => {
+    if (!isOpen) return;
+    isOpen = false;
+    try {
+      await connection.execute(bindStatement(statements.rollback, {}));
+    } catch {
+      connection.destroy();
+    }
+  };
+  try {
+    const result = await work({ rollBack }, connection);
+    if (isOpen) {
+      await connection.execute(bindStatement(statements.commit, {}));
+      isOpen = false;
+    }
+    return result;
+  } catch (error) {
+    await rollBack();
+    throw error;
+  }
+}
