@@ -3,10 +3,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
 import type { BoundStatement } from '../../statement.js';
 import { loadClientLibrary } from '../client-library.js';
-import { ConnectionLoan, LEAVE_TO_OWNER, type LoanEnding, withCallerStack } from '../connection-loan.js';
+import { ConnectionLoan, LEAVE_TO_OWNER, type LoanEnding } from '../connection-loan.js';
 import type { SqliteUrl } from '../database-url.js';
-import type { Connection, DatabaseKind, Driver, PoolStats, QueryResult } from '../driver.js';
-import { PoolLedger } from '../pool-ledger.js';
+import type { Connection, DatabaseKind, QueryResult } from '../driver.js';
+import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
+import { RuntimeDriver, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
   type BetterSqlite3DatabaseLike,
   type BetterSqlite3ModuleLike,
@@ -31,17 +32,27 @@ const BUSY_GIVE_UP_MS = 30_000;
  * with it the handler that holds the write lock); a statement that finds the database locked is
  * retried after a short growing delay instead.
  */
-export class BetterSqlite3Driver implements Driver {
+export class BetterSqlite3Driver extends RuntimeDriver {
+  constructor(options: BetterSqlite3DriverOptions) {
+    super(new BetterSqlite3Adapter(options));
+  }
+}
+
+/**
+ * better-sqlite3 under the runtime driver: one handle behind a mutex, with nothing kept for
+ * renewals (waits end when statements do) and nothing to cancel (a statement runs to its end
+ * inside its call).
+ */
+class BetterSqlite3Adapter implements ClientAdapter {
   readonly kind = DATABASE;
+  readonly isGated = false;
   readonly description: string;
   readonly ownsPool: boolean;
   readonly poolIdentity: object;
   readonly #options: BetterSqlite3DriverOptions;
-  readonly #ledger = new PoolLedger();
   readonly #mutex: HandleMutex;
   readonly #statements = new StatementCache();
   #database: BetterSqlite3DatabaseLike | undefined;
-  #isClosed = false;
 
   constructor(options: BetterSqlite3DriverOptions) {
     this.#options = Object.freeze({ ...options });
@@ -54,6 +65,10 @@ export class BetterSqlite3Driver implements Driver {
     this.description = isMemory ? 'sqlite in memory' : `sqlite file ${filename}`;
   }
 
+  get hasPool(): boolean {
+    return this.#database !== undefined;
+  }
+
   /** Two handles on one file share it; each in-memory database is its own handle. */
   get databaseIdentity(): unknown {
     const database = this.#database;
@@ -62,7 +77,6 @@ export class BetterSqlite3Driver implements Driver {
   }
 
   async open(): Promise<void> {
-    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
     const options = this.#options;
     const database =
       'database' in options ? options.database : (this.#database ?? (await this.#openDatabase(options.url)));
@@ -72,28 +86,23 @@ export class BetterSqlite3Driver implements Driver {
     if ('database' in options) await this.#useWriteAheadLog(database);
   }
 
-  /** One handle behind a mutex: nothing to keep for renewals, and waits end when statements do. */
-  async acquire(): Promise<Connection> {
-    return this.#lend();
-  }
-
-  holdForRenewals(): () => void {
-    return () => undefined;
-  }
-
-  /** A SQLite statement runs to its end inside its call: nothing is left running to cancel. */
-  async cancelRunning(): Promise<void> {}
-
-  async execute(statement: BoundStatement): Promise<QueryResult> {
-    const caller = new Error();
-    const connection = await this.#lend().catch((error: unknown) => {
-      throw withCallerStack(error as Error, caller);
+  async lend(ledger: PoolLedger, onEnded: () => void): Promise<SqliteConnection> {
+    const database = this.#database!;
+    await this.#mutex.lock(this);
+    // The handle is the session: ending it means rolling back what the holder left open.
+    const endSession = (): void => {
+      try {
+        rollBackOpenTransaction(database);
+      } finally {
+        this.#mutex.unlock();
+      }
+    };
+    return new SqliteConnection(database, {
+      ledger,
+      statements: this.#statements,
+      ending: { release: endSession, destroy: endSession },
+      onEnded,
     });
-    try {
-      return await connection.run(statement, caller);
-    } finally {
-      connection.release();
-    }
   }
 
   /**
@@ -110,15 +119,16 @@ export class BetterSqlite3Driver implements Driver {
     return new SqliteConnection(connection, { ledger: undefined, statements, ending: LEAVE_TO_OWNER });
   }
 
-  stats(): PoolStats {
+  counts(): PoolCounts {
     const isOpen = this.#database?.open === true;
     const idle = isOpen && !this.#mutex.isLocked ? 1 : 0;
-    return this.#ledger.stats({ size: 1, open: isOpen ? 1 : 0, idle, waiting: this.#mutex.waitingCount });
+    return { size: 1, open: isOpen ? 1 : 0, idle, waiting: this.#mutex.waitingCount };
   }
 
+  /** SQLite's statements never run past their call, so no session is ever found running one. */
+  async cancel(): Promise<void> {}
+
   async close(): Promise<void> {
-    if (this.#isClosed) return;
-    this.#isClosed = true;
     this.#mutex.refuseWaiting(this, () => new ClosedError(`the driver for ${this.description} is closed`));
     if (this.ownsPool) this.#database?.close();
     this.#database = undefined;
@@ -171,42 +181,24 @@ export class BetterSqlite3Driver implements Driver {
     const message = `could not open ${this.description}: ${reason}`;
     return new ConnectionError({ host: filename, message, cause: error });
   }
-
-  async #lend(): Promise<SqliteConnection> {
-    const database = this.#database;
-    if (this.#isClosed || database === undefined) {
-      throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
-    }
-    await this.#mutex.lock(this);
-    // The handle is the session: ending it means rolling back what the holder left open.
-    const endSession = (): void => {
-      try {
-        rollBackOpenTransaction(database);
-      } finally {
-        this.#mutex.unlock();
-      }
-    };
-    return new SqliteConnection(database, {
-      ledger: this.#ledger,
-      statements: this.#statements,
-      ending: { release: endSession, destroy: endSession },
-    });
-  }
 }
 
-class SqliteConnection implements Connection {
+class SqliteConnection implements LentSession {
   readonly #database: BetterSqlite3DatabaseLike;
   readonly #statements: StatementCache;
   readonly #loan: ConnectionLoan;
 
+  /** Statements run inside their call: none is ever found running by `cancelRunning`. */
+  readonly runningSessionId = undefined;
+
   constructor(
     database: BetterSqlite3DatabaseLike,
-    context: { ledger: PoolLedger | undefined; statements: StatementCache; ending: LoanEnding },
+    context: { ledger: PoolLedger | undefined; statements: StatementCache; ending: LoanEnding; onEnded?: () => void },
   ) {
     this.#database = database;
     this.#statements = context.statements;
-    const { ledger, ending } = context;
-    this.#loan = new ConnectionLoan({ ledger, database: DATABASE, describeFailure, ending });
+    const { ledger, ending, onEnded } = context;
+    this.#loan = new ConnectionLoan({ ledger, database: DATABASE, describeFailure, ending, ...(onEnded === undefined ? {} : { onEnded }) });
   }
 
   execute(statement: BoundStatement): Promise<QueryResult> {
@@ -343,8 +335,14 @@ function isBusy(error: unknown): boolean {
   return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
 }
 
+/**
+ * The driver's protocol (ARCHITECTURE.md, Boundaries): a connection's loan ends
+ * with the handle out of any transaction, since the handle is the session.
+ */
+const ROLLBACK_SQL = 'ROLLBACK';
+
 function rollBackOpenTransaction(database: BetterSqlite3DatabaseLike): void {
-  if (database.open && database.inTransaction) database.exec('ROLLBACK');
+  if (database.open && database.inTransaction) database.exec(ROLLBACK_SQL);
 }
 
 /** Fixed-width UTC text, the layout of `strftime('%Y-%m-%dT%H:%M:%f+00:00')`, so text order is time order. */

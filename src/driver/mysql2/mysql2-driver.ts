@@ -1,11 +1,11 @@
-import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
+import { ConnectionError, DeclarationError, StatementError } from '../../errors.js';
 import type { BoundStatement } from '../../statement.js';
 import { loadClientLibrary } from '../client-library.js';
-import { ConnectionLoan, LEAVE_TO_OWNER, withCallerStack } from '../connection-loan.js';
+import { ConnectionLoan, LEAVE_TO_OWNER } from '../connection-loan.js';
 import type { MysqlUrl } from '../database-url.js';
-import type { Connection, DatabaseKind, Driver, PoolStats, QueryResult } from '../driver.js';
-import { type PoolCounts, PoolLedger } from '../pool-ledger.js';
-import { DEFAULT_ACQUIRE_TIMEOUT_MS, describeExhaustion, poolGateFor, type AcquireOptions, type PoolGate } from '../pool-gate.js';
+import type { Connection, DatabaseKind, QueryResult } from '../driver.js';
+import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
+import { connectionErrorOf, RuntimeDriver, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
   type Mysql2ConnectionLike,
   type Mysql2FieldLike,
@@ -28,6 +28,12 @@ const DEFAULT_PORT = 3306;
 const MYSQL2_DEFAULT_LIMIT = 10;
 /** The client flag that makes UPDATE report the rows it matched, not only those it changed. */
 const CLIENT_FOUND_ROWS = 0x2;
+/**
+ * The driver's protocol (ARCHITECTURE.md, Boundaries): the probe `open` runs,
+ * which also tells MariaDB from MySQL, and `cancelRunning`'s kill of a running statement.
+ */
+const PROBE: BoundStatement = Object.freeze({ name: 'driver.open', sql: 'SELECT VERSION() AS version', values: [] });
+const killQuerySql = (threadId: number): string => `KILL QUERY ${threadId}`;
 /** ER_NO_SUCH_THREAD: `KILL QUERY` named a session that is gone. */
 const UNKNOWN_THREAD_ERRNO = 1094;
 /** How long the cancelling session may take to connect before the cancel is given up. */
@@ -47,34 +53,34 @@ const READ_OPTIONS = { timezone: 'Z', supportBigNumbers: true, bigNumberStrings:
  * prepared statements (`execute`, cached per connection); statements without values run as text,
  * since the prepared protocol does not take every statement (transaction control on some servers).
  */
-export class Mysql2Driver implements Driver {
+export class Mysql2Driver extends RuntimeDriver {
+  constructor(options: Mysql2DriverOptions) {
+    super(new Mysql2Adapter(options), options);
+  }
+}
+
+/** mysql2 under the runtime driver: its pool, its connections, the server's name, and `KILL QUERY`. */
+class Mysql2Adapter implements ClientAdapter {
   readonly kind = DATABASE;
+  readonly isGated = true;
   readonly ownsPool: boolean;
   readonly poolIdentity: object;
   readonly #options: { readonly url: MysqlUrl; readonly poolSize: number } | { readonly pool: Mysql2PoolLike };
-  readonly #acquireTimeoutMs: number;
   readonly #address: { readonly host: string; readonly port: number };
   /**
    * What messages call the server: the URL's scheme until the server answers, then what its
    * version says (a mysql:// URL reaches MariaDB too); `mysql` for a service's pool until then.
    */
   #server: 'mysql' | 'mariadb';
-  readonly #ledger = new PoolLedger();
-  readonly #gate: PoolGate;
-  /** Connections lent and not yet ended, for `cancelRunning` and `close`. */
-  readonly #lent = new Set<Mysql2Connection>();
   #pool: Mysql2PoolLike | undefined;
-  #isClosed = false;
 
   constructor(options: Mysql2DriverOptions) {
     this.#options = Object.freeze(
       'pool' in options ? { pool: toCallbackPool(options.pool) } : { url: options.url, poolSize: options.poolSize },
     );
-    this.#acquireTimeoutMs = options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS;
     this.ownsPool = 'url' in options;
     this.#pool = 'pool' in this.#options ? this.#options.pool : undefined;
     this.poolIdentity = this.#pool ?? this;
-    this.#gate = poolGateFor(this.poolIdentity, () => this.#counts().size);
     const config = this.#pool?.config?.connectionConfig;
     if (config !== undefined) assertFoundRows(config.clientFlags);
     this.#address =
@@ -86,40 +92,33 @@ export class Mysql2Driver implements Driver {
     return `${this.#server} at ${this.#address.host}:${this.#address.port}`;
   }
 
-  async open(): Promise<void> {
-    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
+  get hasPool(): boolean {
+    return this.#pool !== undefined;
+  }
+
+  async open(execute: (statement: BoundStatement) => Promise<QueryResult>): Promise<void> {
     const options = this.#options;
     const pool = 'pool' in options ? options.pool : (this.#pool ?? (await this.#openPool(options)));
     try {
-      const { rows } = await this.execute({ name: 'driver.open', sql: 'SELECT VERSION() AS version', values: [] });
+      const { rows } = await execute(PROBE);
       this.#server = /mariadb/i.test(String(rows[0]?.['version'] ?? '')) ? 'mariadb' : 'mysql';
     } catch (error) {
       if (this.ownsPool) {
         this.#pool = undefined;
         await endPool(pool).catch(() => undefined);
       }
-      throw error instanceof ConnectionError ? error : this.#connectionError(error);
+      throw error instanceof ConnectionError ? error : connectionErrorOf(this.#server, this.#address, error);
     }
   }
 
-  async acquire(options?: AcquireOptions): Promise<Connection> {
-    return this.#lend(options);
-  }
-
-  holdForRenewals(): () => void {
-    return this.#gate.holdForRenewals();
-  }
-
-  async execute(statement: BoundStatement): Promise<QueryResult> {
-    const caller = new Error();
-    const connection = await this.#lend().catch((error: unknown) => {
-      throw withCallerStack(error as Error, caller);
+  async lend(ledger: PoolLedger, onEnded: () => void): Promise<Mysql2Connection> {
+    const pool = this.#pool!;
+    const connection = await new Promise<Mysql2ConnectionLike>((resolve, reject) => {
+      pool.getConnection((error, lent) => (error || lent === undefined ? reject(error) : resolve(lent)));
+    }).catch((error: unknown) => {
+      throw connectionErrorOf(this.#server, this.#address, error);
     });
-    try {
-      return await connection.run(statement, caller);
-    } finally {
-      connection.release();
-    }
+    return new Mysql2Connection(connection, this.#server, ledger, onEnded);
   }
 
   adopt(connection: unknown): Connection {
@@ -134,20 +133,11 @@ export class Mysql2Driver implements Driver {
     return new Mysql2Connection(serviceConnection, this.#server, undefined);
   }
 
-  stats(): PoolStats {
-    return this.#ledger.stats(this.#counts(), this.#gate);
-  }
-
   /**
    * `KILL QUERY` is the driver's protocol here, sent as text (the server does not prepare it) with
    * the session id checked to be a whole number.
    */
-  async cancelRunning(): Promise<void> {
-    const sessions = [...this.#lent].flatMap((connection) => {
-      const threadId = connection.runningThreadId;
-      return threadId === undefined ? [] : [threadId];
-    });
-    if (sessions.length === 0) return;
+  async cancel(threadIds: readonly number[]): Promise<void> {
     const mysql2 = await loadClientLibrary<Mysql2ModuleLike>('mysql2', () => import('mysql2'));
     const options = this.#options;
     const settings =
@@ -159,23 +149,20 @@ export class Mysql2Driver implements Driver {
     const run = (sql: string) =>
       new Promise<void>((resolve, reject) => connection.query(sql, (error) => (error ? reject(error) : resolve())));
     try {
-      for (const threadId of sessions) {
+      for (const threadId of threadIds) {
         // A statement that ended meanwhile leaves nothing to kill: "Unknown thread id" is fine.
-        await run(`KILL QUERY ${threadId}`).catch((error: unknown) => {
+        await run(killQuerySql(threadId)).catch((error: unknown) => {
           if ((error as { errno?: unknown }).errno !== UNKNOWN_THREAD_ERRNO) throw error;
         });
       }
     } catch (error) {
-      throw this.#connectionError(error);
+      throw connectionErrorOf(this.#server, this.#address, error);
     } finally {
       connection.destroy();
     }
   }
 
   async close(): Promise<void> {
-    if (this.#isClosed) return;
-    this.#isClosed = true;
-    for (const connection of [...this.#lent]) connection.destroy();
     const pool = this.#pool;
     this.#pool = undefined;
     if (this.ownsPool && pool !== undefined) await endPool(pool);
@@ -204,36 +191,11 @@ export class Mysql2Driver implements Driver {
     return pool;
   }
 
-  async #lend(options?: AcquireOptions): Promise<Mysql2Connection> {
-    const pool = this.#pool;
-    if (this.#isClosed || pool === undefined) {
-      throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
-    }
-    const gate = this.#gate;
-    await gate.enter({
-      purpose: options?.purpose ?? 'work',
-      timeoutMs: this.#acquireTimeoutMs,
-      describe: (timeoutMs) => describeExhaustion(this.description, this.#counts().size, gate, timeoutMs),
-    });
-    const connection = await new Promise<Mysql2ConnectionLike>((resolve, reject) => {
-      pool.getConnection((error, lent) => (error || lent === undefined ? reject(error) : resolve(lent)));
-    }).catch((error: unknown) => {
-      gate.leave();
-      throw this.#connectionError(error);
-    });
-    const lent: Mysql2Connection = new Mysql2Connection(connection, this.#server, this.#ledger, () => {
-      this.#lent.delete(lent);
-      gate.leave();
-    });
-    this.#lent.add(lent);
-    return lent;
-  }
-
   /**
    * mysql2 keeps its counts in private queues; read them when they are there, otherwise count
    * only what this driver holds.
    */
-  #counts(): PoolCounts {
+  counts(held: number): PoolCounts {
     const pool = this.#pool;
     const configuredLimit = 'poolSize' in this.#options ? this.#options.poolSize : MYSQL2_DEFAULT_LIMIT;
     const limit = pool?.config?.connectionLimit ?? configuredLimit;
@@ -243,19 +205,13 @@ export class Mysql2Driver implements Driver {
     const idle = internals?.['_freeConnections']?.length;
     const waiting = internals?.['_connectionQueue']?.length;
     if (typeof open !== 'number' || typeof idle !== 'number') {
-      return { size, open: this.#ledger.held, idle: 0, waiting: 0 };
+      return { size, open: held, idle: 0, waiting: 0 };
     }
     return { size, open, idle, waiting: typeof waiting === 'number' ? waiting : 0 };
   }
-
-  #connectionError(error: unknown): ConnectionError {
-    const host = `${this.#address.host}:${this.#address.port}`;
-    const reason = error instanceof Error ? error.message : String(error);
-    return new ConnectionError({ host, message: `could not connect to ${this.#server} at ${host}: ${reason}`, cause: error });
-  }
 }
 
-class Mysql2Connection implements Connection {
+class Mysql2Connection implements LentSession {
   readonly #connection: Mysql2ConnectionLike;
   readonly #loan: ConnectionLoan;
   readonly #onError = (): void => this.#loan.markBroken();
@@ -286,7 +242,7 @@ class Mysql2Connection implements Connection {
   }
 
   /** The server's id of the session while a statement runs on it; undefined otherwise. */
-  get runningThreadId(): number | undefined {
+  get runningSessionId(): number | undefined {
     const threadId = this.#connection.threadId;
     return this.#loan.isRunning && Number.isSafeInteger(threadId) ? (threadId as number) : undefined;
   }

@@ -1,20 +1,12 @@
 import { createHash } from 'node:crypto';
-import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
+import { ConnectionError, DeclarationError, StatementError } from '../../errors.js';
 import type { BoundStatement } from '../../statement.js';
 import { loadClientLibrary } from '../client-library.js';
-import { ConnectionLoan, LEAVE_TO_OWNER, withCallerStack } from '../connection-loan.js';
+import { ConnectionLoan, LEAVE_TO_OWNER } from '../connection-loan.js';
 import type { PostgresUrl } from '../database-url.js';
-import type {
-  Connection,
-  DatabaseKind,
-  Driver,
-  NotificationClient,
-  NotificationHandlers,
-  PoolStats,
-  QueryResult,
-} from '../driver.js';
-import { PoolLedger } from '../pool-ledger.js';
-import { DEFAULT_ACQUIRE_TIMEOUT_MS, describeExhaustion, poolGateFor, type AcquireOptions, type PoolGate } from '../pool-gate.js';
+import type { Connection, DatabaseKind, NotificationClient, NotificationHandlers, QueryResult } from '../driver.js';
+import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
+import { connectionErrorOf, RuntimeDriver, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
   isPgClientLike,
   type PgClientClassLike,
@@ -43,9 +35,13 @@ const CONNECTION_FAILURE = '08006';
 /** The only statement kinds `PREPARE` accepts; others (transaction control) cannot be checked unrun. */
 const PREPARABLE = /^\s*(select|insert|update|delete|merge|values|with|table)\b/i;
 /**
- * The driver's protocol for `cancelRunning`: run on a session of its own, since the pool's may all
- * be taken by the statements to cancel.
+ * The driver's protocol (ARCHITECTURE.md, Boundaries): the probe `open` runs, the
+ * check of a statement without running it, and `cancelRunning`, which runs on a session of its
+ * own since the pool's may all be taken by the statements to cancel.
  */
+const PROBE: BoundStatement = Object.freeze({ name: 'driver.open', sql: 'SELECT 1', values: [] });
+const prepareSql = (name: string, sql: string): string => `PREPARE ${name} AS ${sql}`;
+const deallocateSql = (name: string): string => `DEALLOCATE ${name}`;
 const CANCEL_BACKEND_SQL = 'SELECT pg_cancel_backend($1)';
 /** How long the cancelling session may take to connect before the cancel is given up. */
 const CANCEL_CONNECT_TIMEOUT_MS = 5_000;
@@ -64,20 +60,23 @@ const LISTENER_KEEPALIVE_DELAY_MS = 10_000;
  * a hash of its text), so the server parses it once per connection. BIGINT comes back as a
  * string; timestamptz as a `Date`.
  */
-export class PgDriver implements Driver {
+export class PgDriver extends RuntimeDriver {
+  constructor(options: PgDriverOptions) {
+    super(new PgAdapter(options), options);
+  }
+}
+
+/** node-postgres under the runtime driver: its pool, its clients, `pg_cancel_backend`, and LISTEN sessions. */
+class PgAdapter implements ClientAdapter {
   readonly kind = DATABASE;
+  readonly isGated = true;
   readonly description: string;
   readonly ownsPool: boolean;
   readonly poolIdentity: object;
   readonly #options: PgDriverOptions;
   readonly #address: { readonly host: string; readonly port: number };
-  readonly #ledger = new PoolLedger();
-  readonly #gate: PoolGate;
-  /** Connections lent and not yet ended, for `cancelRunning` and `close`. */
-  readonly #lent = new Set<PgConnection>();
   readonly #statementNames = new StatementNames();
   #pool: PgPoolLike | undefined;
-  #isClosed = false;
 
   constructor(options: PgDriverOptions) {
     this.#options = Object.freeze({ ...options });
@@ -86,42 +85,34 @@ export class PgDriver implements Driver {
     this.#pool = 'pool' in options ? options.pool : undefined;
     this.description = `postgres at ${this.#address.host}:${this.#address.port}`;
     this.poolIdentity = 'pool' in options ? options.pool : this;
-    this.#gate = poolGateFor(this.poolIdentity, () => this.#size());
   }
 
-  async open(): Promise<void> {
-    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
+  get hasPool(): boolean {
+    return this.#pool !== undefined;
+  }
+
+  async open(execute: (statement: BoundStatement) => Promise<QueryResult>): Promise<void> {
     const options = this.#options;
     const pool = 'pool' in options ? options.pool : (this.#pool ?? (await this.#openPool(options)));
     try {
-      await this.execute({ name: 'driver.open', sql: 'SELECT 1', values: [] });
+      await execute(PROBE);
     } catch (error) {
       if (this.ownsPool) {
         this.#pool = undefined;
         await pool.end().catch(() => undefined);
       }
-      throw error instanceof ConnectionError ? error : this.#connectionError(error);
+      throw error instanceof ConnectionError ? error : connectionErrorOf('postgres', this.#address, error);
     }
   }
 
-  async acquire(options?: AcquireOptions): Promise<Connection> {
-    return this.#lend(options);
-  }
-
-  holdForRenewals(): () => void {
-    return this.#gate.holdForRenewals();
-  }
-
-  async execute(statement: BoundStatement): Promise<QueryResult> {
-    const caller = new Error();
-    const connection = await this.#lend().catch((error: unknown) => {
-      throw withCallerStack(error as Error, caller);
-    });
+  async lend(ledger: PoolLedger, onEnded: () => void): Promise<PgConnection> {
+    let client: PgClientLike;
     try {
-      return await connection.run(statement, caller);
-    } finally {
-      connection.release();
+      client = await this.#pool!.connect();
+    } catch (error) {
+      throw connectionErrorOf('postgres', this.#address, error);
     }
+    return new PgConnection(client, { ledger, statementNames: this.#statementNames, onEnded });
   }
 
   adopt(connection: unknown): Connection {
@@ -134,24 +125,15 @@ export class PgDriver implements Driver {
     return new PgConnection(connection, { ledger: undefined, statementNames: this.#statementNames });
   }
 
-  stats(): PoolStats {
+  counts(): PoolCounts {
     const pool = this.#pool;
-    const size = this.#size();
-    if (pool === undefined) return this.#ledger.stats({ size, open: 0, idle: 0, waiting: 0 }, this.#gate);
-    return this.#ledger.stats({ size, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }, this.#gate);
+    const size = pool?.options?.max ?? ('poolSize' in this.#options ? this.#options.poolSize : PG_DEFAULT_MAX);
+    if (pool === undefined) return { size, open: 0, idle: 0, waiting: 0 };
+    return { size, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
   }
 
-  #size(): number {
-    return this.#pool?.options?.max ?? ('poolSize' in this.#options ? this.#options.poolSize : PG_DEFAULT_MAX);
-  }
-
-  async cancelRunning(): Promise<void> {
-    const sessions = [...this.#lent].flatMap((connection) => {
-      const processId = connection.runningProcessId;
-      return processId === undefined ? [] : [processId];
-    });
-    if (sessions.length === 0) return;
-    const { Client, settings } = await this.#notificationSettings();
+  async cancel(processIds: readonly number[]): Promise<void> {
+    const { Client, settings } = await this.#clientSettings();
     const client = new Client({
       ...settings,
       connectionTimeoutMillis: settings.connectionTimeoutMillis ?? CANCEL_CONNECT_TIMEOUT_MS,
@@ -159,26 +141,22 @@ export class PgDriver implements Driver {
     client.on('error', () => undefined);
     try {
       await client.connect();
-      for (const processId of sessions) await client.query({ text: CANCEL_BACKEND_SQL, values: [processId] });
+      for (const processId of processIds) await client.query({ text: CANCEL_BACKEND_SQL, values: [processId] });
     } catch (error) {
-      throw this.#connectionError(error);
+      throw connectionErrorOf('postgres', this.#address, error);
     } finally {
       await client.end().catch(() => undefined);
     }
   }
 
   async close(): Promise<void> {
-    if (this.#isClosed) return;
-    this.#isClosed = true;
-    for (const connection of [...this.#lent]) connection.destroy();
     const pool = this.#pool;
     this.#pool = undefined;
     if (this.ownsPool && pool !== undefined) await pool.end();
   }
 
   async openNotificationClient(handlers: NotificationHandlers): Promise<NotificationClient> {
-    if (this.#isClosed) throw new ClosedError(`the driver for ${this.description} is closed`);
-    const { Client, settings } = await this.#notificationSettings();
+    const { Client, settings } = await this.#clientSettings();
     const client = new Client({
       ...settings,
       fallback_application_name: settings.fallback_application_name ?? LISTENER_APPLICATION_NAME,
@@ -192,12 +170,13 @@ export class PgDriver implements Driver {
     try {
       await session.connect();
     } catch (error) {
-      throw this.#connectionError(error);
+      throw connectionErrorOf('postgres', this.#address, error);
     }
     return session;
   }
 
-  async #notificationSettings(): Promise<{ Client: PgClientClassLike; settings: PgClientConfigLike }> {
+  /** The settings of a session of its own beside the pool (a cancel, the LISTEN session). */
+  async #clientSettings(): Promise<{ Client: PgClientClassLike; settings: PgClientConfigLike }> {
     const options = this.#options;
     const loadPg = () => loadClientLibrary<PgModuleLike>('pg', () => import('pg'));
     if ('url' in options) return { Client: (await loadPg()).Client, settings: { connectionString: options.url.connectionString } };
@@ -214,45 +193,9 @@ export class PgDriver implements Driver {
     this.#pool = pool;
     return pool;
   }
-
-  async #lend(options?: AcquireOptions): Promise<PgConnection> {
-    const pool = this.#pool;
-    if (this.#isClosed || pool === undefined) {
-      throw new ClosedError(`the driver for ${this.description} is ${this.#isClosed ? 'closed' : 'not open'}`);
-    }
-    await this.#gate.enter({
-      purpose: options?.purpose ?? 'work',
-      timeoutMs: this.#options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
-      describe: (timeoutMs) => describeExhaustion(this.description, this.#size(), this.#gate, timeoutMs),
-    });
-    let client: PgClientLike;
-    try {
-      client = await pool.connect();
-    } catch (error) {
-      this.#gate.leave();
-      throw this.#connectionError(error);
-    }
-    const gate = this.#gate;
-    const connection: PgConnection = new PgConnection(client, {
-      ledger: this.#ledger,
-      statementNames: this.#statementNames,
-      onEnded: () => {
-        this.#lent.delete(connection);
-        gate.leave();
-      },
-    });
-    this.#lent.add(connection);
-    return connection;
-  }
-
-  #connectionError(error: unknown): ConnectionError {
-    const host = `${this.#address.host}:${this.#address.port}`;
-    const reason = error instanceof Error ? error.message : String(error);
-    return new ConnectionError({ host, message: `could not connect to postgres at ${host}: ${reason}`, cause: error });
-  }
 }
 
-class PgConnection implements Connection {
+class PgConnection implements LentSession {
   readonly #client: PgClientLike;
   readonly #statementNames: StatementNames;
   readonly #loan: ConnectionLoan;
@@ -286,7 +229,7 @@ class PgConnection implements Connection {
   }
 
   /** The server process of the session while a statement runs on it; undefined otherwise. */
-  get runningProcessId(): number | undefined {
+  get runningSessionId(): number | undefined {
     return this.#loan.isRunning ? (this.#client.processID ?? undefined) : undefined;
   }
 
@@ -313,8 +256,8 @@ class PgConnection implements Connection {
     await this.#loan.run(statement.name, async () => {
       // Postgres infers each parameter's type from its context, as it does for the real run.
       const name = this.#statementNames.nextCheckName();
-      await this.#client.query({ text: `PREPARE ${name} AS ${statement.sql}` });
-      await this.#client.query({ text: `DEALLOCATE ${name}` });
+      await this.#client.query({ text: prepareSql(name, statement.sql) });
+      await this.#client.query({ text: deallocateSql(name) });
     });
   }
 
