@@ -47,6 +47,45 @@ describe('better-sqlite3 driver on the service\'s own handle', () => {
     }
   });
 
+  it('leaves a transaction the service opened on its handle to the service when a lent connection ends', async () => {
+    const handle = new Database(':memory:');
+    try {
+      handle.exec('CREATE TABLE items (value INTEGER)');
+      const driver = new BetterSqlite3Driver({ database: handle });
+      await driver.open();
+      handle.exec('BEGIN');
+      handle.exec('INSERT INTO items VALUES (1)');
+      // A claim that begins its own transaction finds the service's open, and gives up.
+      const connection = await driver.acquire();
+      await expect(connection.execute({ name: 'begin', sql: 'BEGIN IMMEDIATE', values: [] })).rejects.toThrow(/within a transaction/);
+      connection.release();
+      expect(handle.inTransaction).toBe(true);
+      handle.exec('COMMIT');
+      expect(handle.prepare('SELECT value FROM items').pluck().all()).toEqual([1]);
+      await driver.close();
+    } finally {
+      handle.close();
+    }
+  });
+
+  it('rolls back a transaction its own connection opened and left open', async () => {
+    const handle = new Database(':memory:');
+    try {
+      handle.exec('CREATE TABLE items (value INTEGER)');
+      const driver = new BetterSqlite3Driver({ database: handle });
+      await driver.open();
+      const connection = await driver.acquire();
+      await connection.execute({ name: 'begin', sql: 'BEGIN IMMEDIATE', values: [] });
+      await connection.execute({ name: 'insert', sql: 'INSERT INTO items VALUES (2)', values: [] });
+      connection.destroy();
+      expect(handle.inTransaction).toBe(false);
+      expect(handle.prepare('SELECT value FROM items').pluck().all()).toEqual([]);
+      await driver.close();
+    } finally {
+      handle.close();
+    }
+  });
+
   it('leaves an in-memory handle in its own journal mode', async () => {
     const handle = new Database(':memory:');
     try {

@@ -89,20 +89,22 @@ class BetterSqlite3Adapter implements ClientAdapter {
   async lend(ledger: PoolLedger, onEnded: () => void): Promise<SqliteConnection> {
     const database = this.#database!;
     await this.#mutex.lock(this);
-    // The handle is the session: ending it means rolling back what the holder left open.
+    // The handle is the session: ending it rolls back a transaction the holder opened and left
+    // open. One the service opened on its own handle before stays the service's.
     const endSession = (): void => {
       try {
-        rollBackOpenTransaction(database);
+        if (connection.hasOpenedTransaction) rollBackOpenTransaction(database);
       } finally {
         this.#mutex.unlock();
       }
     };
-    return new SqliteConnection(database, {
+    const connection = new SqliteConnection(database, {
       ledger,
       statements: this.#statements,
       ending: { release: endSession, destroy: endSession },
       onEnded,
     });
+    return connection;
   }
 
   /**
@@ -190,6 +192,8 @@ class SqliteConnection implements LentSession {
 
   /** Statements run inside their call: none is ever found running by `cancelRunning`. */
   readonly runningSessionId = undefined;
+  /** Whether a statement of this connection opened the transaction the handle is in now. */
+  #hasOpenedTransaction = false;
 
   constructor(
     database: BetterSqlite3DatabaseLike,
@@ -205,15 +209,25 @@ class SqliteConnection implements LentSession {
     return this.run(statement);
   }
 
+  get hasOpenedTransaction(): boolean {
+    return this.#hasOpenedTransaction && this.#database.open && this.#database.inTransaction;
+  }
+
   run(statement: BoundStatement, caller?: Error): Promise<QueryResult> {
     return this.#loan.run(
       statement.name,
-      () => {
+      async () => {
         const values = statement.values.map(encodeValue);
-        return runWhileBusy(
-          () => runStatement(this.#statements.prepare(this.#database, statement.sql), values),
-          () => this.#loan.isEnded,
-        );
+        const wasInTransaction = this.#database.inTransaction;
+        try {
+          return await runWhileBusy(
+            () => runStatement(this.#statements.prepare(this.#database, statement.sql), values),
+            () => this.#loan.isEnded,
+          );
+        } finally {
+          if (!this.#database.inTransaction) this.#hasOpenedTransaction = false;
+          else if (!wasInTransaction) this.#hasOpenedTransaction = true;
+        }
       },
       caller,
     );
