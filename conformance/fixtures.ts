@@ -1,4 +1,16 @@
-import { Broker, defineTable, type BrokerOptions, type QueueTable, type TableDeclaration } from '../src/index.js';
+import { testHooksOf } from '../src/broker/broker.js';
+import { untilSignalled } from '../src/internal/test-signal.js';
+import { testSignalsOfRelay } from '../src/outbox/relay.js';
+import {
+  Broker,
+  defineTable,
+  type BrokerOptions,
+  type Queue,
+  type QueueTable,
+  type Relay,
+  type SubscriptionStats,
+  type TableDeclaration,
+} from '../src/index.js';
 import type { Stand, TestDatabase } from './stand.js';
 
 export type FormUnderTest = 'rowLock' | 'lease';
@@ -92,21 +104,58 @@ export class Collector<T> {
   }
 }
 
-/** Polls the database until `check` holds; for state that other processes change. */
+/** The stats of `queue`'s subscription on `broker`. */
+export function statsOf(broker: Broker, queue: Queue<unknown>): SubscriptionStats {
+  const stats = broker.stats().subscriptions.find((subscription) => subscription.queue === queue.label);
+  if (stats === undefined) throw new Error(`no subscription of ${queue.label}`);
+  return stats;
+}
+
+/**
+ * Waits until `check` holds for the stats of `queue`'s subscription on `broker`: at once, or
+ * after one of its claim loop's, delivery runner's or lease keeper's test signals, which mark
+ * every change of the counters. No polling: a test that fails here waited `timeoutMs` for a
+ * signal after which `check` held.
+ */
+export function untilStats(
+  broker: Broker,
+  queue: Queue<unknown>,
+  check: (stats: SubscriptionStats) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  return untilSignalled(testHooksOf(broker, queue).all(), () => check(statsOf(broker, queue)), what, timeoutMs).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; stats: ${JSON.stringify(statsOf(broker, queue))}`);
+  });
+}
+
+/** As `untilStats`, for a condition over the subscriptions of `queues` on `broker`. */
+export function untilSubscriptions(
+  broker: Broker,
+  queues: readonly Queue<unknown>[],
+  check: () => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const signals = queues.flatMap((queue) => testHooksOf(broker, queue).all());
+  return untilSignalled(signals, check, what, timeoutMs);
+}
+
+/** Waits until `check` holds: at once, or after one of `relays` marked a batch relayed. */
+export function untilRelayed(relays: readonly Relay[], check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  return untilSignalled(relays.map((relay) => testSignalsOfRelay(relay).relayed), check, what, timeoutMs);
+}
+
+/**
+ * Polls until `check` holds, for what this process gets no signal of: the database's own state
+ * (its sessions, its statistics) and what other processes change. Everything a broker of this
+ * process does is awaited through its signals (`untilStats`, `untilRelayed`) instead.
+ */
 export async function waitForDatabase(check: () => Promise<boolean>, timeoutMs = 30_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-/** Checks in-process state (a subscription's counters) until `check` holds. */
-export async function waitUntil(check: () => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 

@@ -43,6 +43,7 @@ export function advisoryProcessSuite(context: SuiteContext): void {
               Array.from({ length: rows }, (_, item) => ({ payload: item })),
             );
           }
+          // The replicas are processes of their own: their handlers' progress shows only in the database.
           await waitForDatabase(
             async () => (await countRows(context.db, 'effects', "phase = 'end'")) >= GROUPS.length * rows,
             60_000,

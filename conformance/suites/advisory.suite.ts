@@ -3,7 +3,7 @@ import { Outcome, SchemaError, type Broker, type Message, type QueueTable } from
 import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
 import { decodeHeaders } from '../../src/delivery/codec.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
-import { Collector, countRows, createBroker, createTable, waitUntil } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, untilStats } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 import { advisoryProcessSuite } from './advisory-processes.suite.js';
 import { advisoryTable, sessionsHoldingKeys } from './advisory-tables.js';
@@ -191,7 +191,7 @@ export function advisorySuite(context: SuiteContext): void {
       await broker.start();
       await parked.started.waitFor(2);
       // A claim that came back empty after both started looked at a2 and left it: its key is held.
-      await waitUntil(() => subscriptionStats(broker).emptyClaims >= 1 && subscriptionStats(broker).claimsRunning === 0);
+      await untilStats(broker, table.queue('emails'), (stats) => stats.emptyClaims >= 1 && stats.claimsRunning === 0, 'an empty claim, none running');
       expect(parked.started.items).toEqual(['a1', 'b1']);
       parked.release('a1');
       await parked.started.waitFor(3);
@@ -222,7 +222,7 @@ export function advisorySuite(context: SuiteContext): void {
           // Stay in work until a claim that began after this delivery has come back (one claim
           // at a time on a table with a partition key), so that claim saw this key held.
           const claimsBefore = subscriptionStats(broker).claims;
-          await waitUntil(() => subscriptionStats(broker).claims > claimsBefore && subscriptionStats(broker).claimsRunning === 0);
+          await untilStats(broker, table.queue('emails'), (stats) => stats.claims > claimsBefore && stats.claimsRunning === 0, 'a later claim to end');
           inWork.set(key, inWork.get(key)! - 1);
           handled.push(message.id);
         },
@@ -311,7 +311,7 @@ export function advisorySuite(context: SuiteContext): void {
         broker.subscribe(table.queue('emails'), parked.handler, { workers: 6 });
         await broker.start();
         await parked.started.waitFor(3);
-        await waitUntil(() => subscriptionStats(broker).claimsRunning === 0);
+        await untilStats(broker, table.queue('emails'), (stats) => stats.claimsRunning === 0, 'no claim running');
         expect(subscriptionStats(broker)).toMatchObject({ inWork: 3, connectionsHeld: 3 });
         expect(subscriptionStats(broker).maxConnectionsHeld).toBeLessThanOrEqual(3);
         // Outside the process: three idle sessions (no transaction open) each hold a key.
@@ -342,13 +342,13 @@ export function advisorySuite(context: SuiteContext): void {
         );
         await broker.start();
         await batches.waitFor(1);
-        await waitUntil(() => subscriptionStats(broker).claimsRunning === 0);
+        await untilStats(broker, table.queue('emails'), (stats) => stats.claimsRunning === 0, 'no claim running');
         // Budget 3 of 4: one connection per row, and the second worker gets none while they are held.
         expect(batches.items[0]).toHaveLength(3);
         expect(subscriptionStats(broker).connectionsHeld).toBe(3);
         expect(await sessionsHoldingKeys(context)).toBe(3);
         firstBatchMayEnd.resolve();
-        await waitUntil(() => batches.items.flat().length >= 8, 20_000, 'every row in a batch');
+        await untilStats(broker, table.queue('emails'), (stats) => stats.handled === 8, 'every row handled in a batch');
         await broker.stop();
         expect(batches.items.every((batch) => batch.length <= 3)).toBe(true);
         expect(subscriptionStats(broker).maxConnectionsHeld).toBeLessThanOrEqual(3);

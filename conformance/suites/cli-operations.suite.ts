@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { openQueueInspector, Outcome, type Broker } from '../../src/index.js';
 import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
 import { runCliHere } from '../../src/cli/run-cli.fixture.js';
-import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, untilStats } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 /** The installed command, for `stats --watch`, which runs until its process gets Ctrl-C. */
@@ -57,8 +57,9 @@ async function fillEveryState(context: SuiteContext): Promise<{ broker: Broker; 
     started.push(message.id);
     await gate;
   });
-  broker.subscribe(table.queue('finished'), () => Outcome.ack());
-  broker.subscribe(table.queue('failing'), () => Outcome.retry(), { maxAttempts: 1, deadLetter: 'dead' });
+  const [finished, failing] = [table.queue('finished'), table.queue('failing')];
+  broker.subscribe(finished, () => Outcome.ack());
+  broker.subscribe(failing, () => Outcome.retry(), { maxAttempts: 1, deadLetter: 'dead' });
   await broker.start();
   await broker.publishMany(table.queue('waiting'), [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
   await broker.publish(table.queue('waiting'), { n: 3 }, { delayMs: 3_600_000 });
@@ -66,8 +67,8 @@ async function fillEveryState(context: SuiteContext): Promise<{ broker: Broker; 
   await broker.publish(table.queue('finished'), { n: 5 });
   await broker.publishMany(table.queue('failing'), [{ payload: { n: 6 } }, { payload: { n: 7 } }]);
   await started.waitFor(1);
-  await waitForDatabase(async () => (await countRows(context.db, 'jobs', 'processed_at IS NOT NULL')) === 1, 30_000, 'the processed row');
-  await waitForDatabase(async () => (await countRows(context.db, 'jobs', "queue = 'dead'")) === 2, 30_000, 'two dead letters');
+  await untilStats(broker, finished, (stats) => stats.acked === 1, 'the processed row');
+  await untilStats(broker, failing, (stats) => stats.deadLettered === 2, 'two dead letters');
   return { broker, release };
 }
 
@@ -88,7 +89,7 @@ export function cliOperationsSuite(context: SuiteContext): void {
       broker.subscribe(table.queue('jobs'), () => Outcome.retry(), { maxAttempts: 1, deadLetter: 'jobs_dead' });
       await broker.start();
       const ids = [await broker.publish(table.queue('jobs'), { n: 1 }), await broker.publish(table.queue('jobs'), 'plain text')];
-      await waitForDatabase(async () => (await countRows(context.db, 'jobs_dead')) === 2, 30_000, 'two dead letters');
+      await untilStats(broker, table.queue('jobs'), (stats) => stats.deadLettered === 2, 'two dead letters');
       await broker.stop();
 
       const driver = await context.db.openDriver();

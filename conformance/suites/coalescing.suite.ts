@@ -7,7 +7,7 @@ import type { Connection, Driver } from '../../src/driver/driver.js';
 import { LeaseLostError, Outcome, type Broker } from '../../src/index.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import type { BoundStatement } from '../../src/statement.js';
-import { Collector, countRows, createBroker, createTable, jobsDeclaration, jobsTable, placeholder, waitUntil } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, jobsDeclaration, jobsTable, placeholder, untilStats } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 type Planned = 'ack' | 'drop' | 'retry' | 'retryAfter';
@@ -70,7 +70,7 @@ export function coalescingSuite(context: SuiteContext): void {
         await broker.publishMany(queue, PLAN.map((_, n) => ({ payload: { n } })));
         await retried.waitFor(2);
         // Two retries and two delays in the window, then the two retried rows delayed.
-        await waitUntil(() => broker.stats().subscriptions[0]!.retried === 6, 20_000, 'every settlement');
+        await untilStats(broker, queue, (stats) => stats.retried === 6, 'every settlement');
         await broker.stop();
 
         const stats = broker.stats().subscriptions[0]!;
@@ -121,8 +121,8 @@ export function coalescingSuite(context: SuiteContext): void {
       await broker.start();
       const ids = ['order-1', 'order-2', 'Ω-3', 'order 4', "o'5", '6'];
       await broker.publishMany(queue, ids.map((id, n) => ({ id, payload: { n } })));
-      await waitUntil(() => broker.stats().subscriptions[0]!.acked === 3, 20_000, 'three acks');
-      await waitUntil(() => broker.stats().subscriptions[0]!.retried === 3, 20_000, 'three delays');
+      await untilStats(broker, queue, (stats) => stats.acked === 3, 'three acks');
+      await untilStats(broker, queue, (stats) => stats.retried === 3, 'three delays');
       await broker.stop();
       expect(broker.stats().subscriptions[0]!.settleErrors).toBe(0);
       expect(broker.stats().subscriptions[0]!.leasesLost).toBe(0);
@@ -159,7 +159,7 @@ export function coalescingSuite(context: SuiteContext): void {
       );
       release.resolve();
       await errors.waitFor(1);
-      await waitUntil(() => broker.stats().subscriptions[0]!.acked === 3, 20_000, 'the other acks');
+      await untilStats(broker, queue, (stats) => stats.acked === 3, 'the other acks');
       await broker.stop();
       expect(errors.items).toHaveLength(1);
       expect(errors.items[0]).toBeInstanceOf(LeaseLostError);
@@ -197,7 +197,7 @@ export function coalescingSuite(context: SuiteContext): void {
       await broker.start();
       await broker.publishMany(queue, [0, 1, 2, 3].map((n) => ({ payload: { n } })));
       await handled.waitFor(3);
-      await waitUntil(() => broker.stats().subscriptions[0]!.handled === 3, 20_000, 'three handlers returned');
+      await untilStats(broker, queue, (stats) => stats.handled === 3, 'three handlers returned');
       expect(await countRows(context.db, 'jobs')).toBe(4);
       const stopping = broker.stop();
       releaseHolder.resolve();
@@ -247,7 +247,7 @@ export function coalescingSuite(context: SuiteContext): void {
       broker.subscribe(queue, (message) => void handled.push(message.payload.n), { workers: 2, coalesceSettlements: false });
       await broker.start();
       await broker.publishMany(queue, [0, 1, 2].map((n) => ({ payload: { n } })));
-      await waitUntil(() => broker.stats().subscriptions[0]!.acked === 3, 20_000, 'three acks');
+      await untilStats(broker, queue, (stats) => stats.acked === 3, 'three acks');
       await broker.stop();
       expect(await countRows(context.db, 'jobs')).toBe(0);
     });

@@ -7,7 +7,7 @@ import type { Connection, Driver } from '../../src/driver/driver.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import { Broker, type QueueTable } from '../../src/index.js';
 import type { Dialog } from 'playwright-core';
-import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, untilStats, waitForDatabase } from '../fixtures.js';
 import { describeWhenLive } from '../require-live.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { TestDatabase } from '../stand.js';
@@ -245,8 +245,7 @@ export function dashboardSuite(context: SuiteContext): void {
         drained.resolve();
         await waitForChart(page, 'data-peak-drained', { above: 0 });
         await waitForChart(page, 'data-depth', { below: BULK_ROWS });
-        // Rows leave the table in the broker's own time; the test reads the database for the last of them.
-        await waitForDatabase(async () => (await countRows(db, 'drain_jobs')) === 0, 30_000, 'the bulk queue to drain');
+        await untilStats(drainer, drainTable.queue('bulk'), (stats) => stats.acked === BULK_ROWS, 'the bulk queue to drain', 30_000);
         expect(await page.locator('#throughput-chart polyline.drained').count()).toBe(1);
       } finally {
         drained.resolve();
@@ -334,8 +333,9 @@ function dashboardReadsSuite(context: SuiteContext): void {
       await createTable(context.stand, context.db, table);
       const broker = createBroker(context.db, context.brokers, { heartbeat: { table: HEARTBEAT_TABLE, intervalMs: 1_000 } });
       broker.on('error', () => undefined);
+      const emails = table.queue('emails');
       broker.subscribe(
-        table.queue('emails'),
+        emails,
         () => {
           throw new Error('smtp down');
         },
@@ -344,8 +344,8 @@ function dashboardReadsSuite(context: SuiteContext): void {
       await broker.start();
       // A publisher's typo: no subscription reads "emial".
       await broker.publishMany(table.queue('emial'), [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
-      await broker.publish(table.queue('emails'), { n: 3 });
-      await waitForDatabase(async () => (await countRows(context.db, 'jobs', "queue = 'dead'")) === 1, 30_000, 'the dead letter');
+      await broker.publish(emails, { n: 3 });
+      await untilStats(broker, emails, (stats) => stats.deadLettered === 1, 'the dead letter');
       const driver = await context.db.openDriver({ poolSize: 4 });
       const open = (heartbeatTable: string) =>
         openDashboard({ database: driver, tables: ['jobs'], deadLetter: { kind: 'group', group: 'dead' }, heartbeatTable, port: 0, refreshMs: 600_000 });

@@ -13,14 +13,19 @@ const INTERVAL_MS = 50;
 
 /** Counts the ticks of a 50 ms interval between `start()` and `stop()`. */
 class IntervalProbe {
-  ticks = 0;
+  /** One item per tick, so a test can wait for a number of them. */
+  readonly tickCollector = new Collector<number>();
   #timer: NodeJS.Timeout | undefined;
   #startedAt = 0;
   #elapsedMs = 0;
 
+  get ticks(): number {
+    return this.tickCollector.items.length;
+  }
+
   start(): void {
     this.#startedAt = performance.now();
-    this.#timer = setInterval(() => (this.ticks += 1), INTERVAL_MS);
+    this.#timer = setInterval(() => this.tickCollector.push(performance.now()), INTERVAL_MS);
   }
 
   stop(): void {
@@ -84,7 +89,9 @@ export function eventLoopSuite(context: SuiteContext): void {
         await attempts.waitFor(50);
         const probe = new IntervalProbe();
         probe.start();
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        // Six ticks of the interval while the row is retried at once, over and over: a starved
+        // event loop would time this out.
+        await probe.tickCollector.waitFor(6, 5_000);
         probe.stop();
         const stopStartedAt = performance.now();
         await broker.stop({ timeoutMs: 1_000 });

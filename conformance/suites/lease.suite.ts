@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseLostError, type Broker } from '../../src/index.js';
+import { testHooksOf } from '../../src/broker/broker.js';
 import { createDeferred } from '../../src/internal/deferred.js';
-import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, waitForDatabase, waitUntil } from '../fixtures.js';
+import { ManualClock } from '../../src/internal/manual-clock.fixture.js';
+import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, untilStats, waitForDatabase } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 /** The lease form's token fencing and renewal. */
@@ -55,32 +57,52 @@ export function leaseSuite(context: SuiteContext): void {
       const table = jobsTable({ form: 'lease' });
       await createTable(stand, context.db, table);
       const queue = table.queue('emails');
-      const holder = createBroker(context.db, context.brokers, { leaseMs: 1_000 });
+      // The leases' time is the test's: a thief's claim compares the holder's token with its own
+      // "now" (both host times bound by the claims, never the database's clock), so both read
+      // one clock that the test moves on. A lease long enough that the host's own time, which the
+      // clock runs with, never ends it.
+      const clock = new ManualClock();
+      const leaseMs = 30_000;
+      const holder = createBroker(context.db, context.brokers, { leaseMs });
       const started = createDeferred();
       const errors = new Collector<unknown>();
       holder.on('error', (error) => errors.push(error));
       const done = createDeferred();
       holder.subscribe(queue, async () => {
         started.resolve();
-        // The scenario itself: a handler that outlives its 1 s lease two and a half times.
-        await new Promise((resolve) => setTimeout(resolve, 2_500));
-        done.resolve();
+        await done.promise;
       });
+      const holderHooks = testHooksOf(holder, queue);
+      holderHooks.clock = clock;
       await holder.start();
       await holder.publish(queue, {});
       await started.promise;
-      const thief: Broker = createBroker(context.db, context.brokers, { leaseMs: 1_000, pollIntervalMs: 100 });
+      const thief: Broker = createBroker(context.db, context.brokers, { leaseMs, pollIntervalMs: 20 });
       const stolen = new Collector<string>();
       thief.subscribe(queue, (message) => {
         stolen.push(message.id);
       });
+      const thiefLoop = testHooksOf(thief, queue);
+      thiefLoop.clock = clock;
       await thief.start();
-      await done.promise;
+
+      // The scenario itself: the handler outlives its lease two and a half times. After each half
+      // lease, a renewal round, then a claim of the thief's that began after it and came back empty.
+      for (let halfLeases = 1; halfLeases <= 5; halfLeases += 1) {
+        holderHooks.keeper.roundEnded.clear();
+        clock.advance(leaseMs / 2);
+        await holderHooks.keeper.roundEnded.next({ what: `renewal round ${halfLeases}` });
+        thiefLoop.loop.claimStarted.clear();
+        await thiefLoop.loop.claimStarted.next({ what: "the thief's next claim" });
+        thiefLoop.loop.claimCameBackEmpty.clear();
+        await thiefLoop.loop.claimCameBackEmpty.next({ what: "the thief's claim to come back empty" });
+      }
+      done.resolve();
       await holder.stop();
       await thief.stop();
       expect(stolen.items).toEqual([]);
       expect(errors.items).toEqual([]);
-      expect(holder.stats().subscriptions[0]!.leaseRenewals).toBeGreaterThanOrEqual(2);
+      expect(holder.stats().subscriptions[0]!.leaseRenewals).toBe(5);
       expect(await countRows(context.db, 'jobs')).toBe(0);
     });
 
@@ -93,7 +115,9 @@ export function leaseSuite(context: SuiteContext): void {
           const table = jobsTable({ form: 'lease' });
           await createTable(stand, context.db, table);
           const queue = table.queue('emails');
-          const broker = createBroker(context.db, context.brokers, { leaseMs: 1_000 });
+          // Rounds run when the test moves the leases' clock on, so the test starts the one it blocks.
+          const leaseMs = 30_000;
+          const broker = createBroker(context.db, context.brokers, { leaseMs });
           const errors = new Collector<unknown>();
           broker.on('error', (error) => errors.push(error));
           const started = new Collector<string>();
@@ -107,6 +131,8 @@ export function leaseSuite(context: SuiteContext): void {
             },
             { workers: 2, coalesceSettlements },
           );
+          const hooks = testHooksOf(broker, queue);
+          const clock = (hooks.clock = new ManualClock());
           await broker.start();
           // One at a time, so the first row is first in the book and in every renewal round.
           const firstId = await broker.publish(queue, 'first');
@@ -118,7 +144,6 @@ export function leaseSuite(context: SuiteContext): void {
           // lock stops the round at that row while the second row is still to come.
           const locker = await context.db.openDriver({ poolSize: 1 });
           const lock = await locker.acquire();
-          let renewalsBefore: number;
           try {
             await lock.execute({ name: 'test.begin', sql: 'BEGIN', values: [] });
             await lock.execute({
@@ -126,22 +151,21 @@ export function leaseSuite(context: SuiteContext): void {
               sql: `SELECT id FROM jobs WHERE id = ${placeholder(stand, 1)} FOR UPDATE`,
               values: [firstId],
             });
+            hooks.keeper.roundEnded.clear();
+            clock.advance(leaseMs / 2);
+            // The renewal waits in the server: only the database shows it.
             await waitForDatabase(async () => (await sessionsWaitingOnRowLocks(context)) > 0, 10_000, 'a renewal waiting on the row lock');
 
             // The second row is acked and gone before the round reaches it.
             ackSecond.resolve();
-            await waitForDatabase(
-              async () => (await countRows(context.db, 'jobs', `id = ${Number(secondId)}`)) === 0,
-              10_000,
-              'the ack of the second row',
-            );
-            renewalsBefore = broker.stats().subscriptions[0]!.leaseRenewals;
+            await untilStats(broker, queue, (stats) => stats.acked === 1, 'the ack of the second row');
+            expect(await countRows(context.db, 'jobs', `id = ${Number(secondId)}`)).toBe(0);
           } finally {
             await lock.execute({ name: 'test.rollback', sql: 'ROLLBACK', values: [] });
             lock.release();
           }
-          // Rounds are chained: a renewal in the next round means the blocked one has ended.
-          await waitUntil(() => broker.stats().subscriptions[0]!.leaseRenewals >= renewalsBefore + 2, 10_000, 'the next renewal round');
+          await hooks.keeper.roundEnded.next({ what: 'the blocked renewal round to end' });
+          expect(broker.stats().subscriptions[0]!.leaseRenewals).toBe(1);
 
           expect(broker.stats().subscriptions[0]!.leasesLost).toBe(0);
           releaseFirst.resolve();

@@ -1,7 +1,25 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { Broker, ConnectionBudgetError, DeclarationError, UnsupportedError, defineTable } from '../../src/index.js';
-import { Collector, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, waitForDatabase, waitUntil } from '../fixtures.js';
+import {
+  Broker,
+  ConnectionBudgetError,
+  DeclarationError,
+  UnsupportedError,
+  defineTable,
+  type Queue,
+  type QueueTable,
+} from '../../src/index.js';
+import {
+  Collector,
+  createBroker,
+  createTable,
+  formsOf,
+  jobsDeclaration,
+  jobsTable,
+  untilStats,
+  untilSubscriptions,
+  waitForDatabase,
+} from '../fixtures.js';
 import { publishFromAnotherProcess } from '../processes/spawn-publisher.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { TestDatabase } from '../stand.js';
@@ -39,12 +57,13 @@ export function listenSuite(context: SuiteContext): void {
       const table = jobsTable({ form });
       await createTable(stand, context.db, table);
       const broker = createBroker(context.db, context.brokers, { pollIntervalMs: IDLE_POLL_MS });
-      for (let index = 0; index < IDLE_SUBSCRIPTIONS; index += 1) broker.subscribe(table.queue(`group-${index}`), () => undefined);
+      const queues = idleQueues(table);
+      for (const queue of queues) broker.subscribe(queue, () => undefined);
       await broker.start();
-      await waitUntil(() => broker.stats().subscriptions.every((subscription) => subscription.emptyClaims >= 1));
+      await untilSubscriptions(broker, queues, () => everyEmptyClaimed(broker), 'an empty claim of every subscription');
       const startedAt = Date.now();
       const before = totalClaims(broker);
-      await waitUntil(() => totalClaims(broker) >= before + IDLE_SUBSCRIPTIONS * 4, 20_000, 'four more polls of each subscription');
+      await untilSubscriptions(broker, queues, () => totalClaims(broker) >= before + IDLE_SUBSCRIPTIONS * 4, 'four more polls of each subscription');
       const intervals = (Date.now() - startedAt) / IDLE_POLL_MS;
       expect(totalClaims(broker) - before).toBeLessThanOrEqual(IDLE_SUBSCRIPTIONS * (Math.ceil(intervals) + 1));
     });
@@ -72,9 +91,10 @@ export function listenSuite(context: SuiteContext): void {
         await createTable(stand, context.db, table);
         const broker = createBroker(context.db, context.brokers, { pollIntervalMs: LONG_POLL_MS });
         const handled = new Collector<{ id: string; at: number }>();
-        broker.subscribe(table.queue('emails'), (message) => handled.push({ id: message.id, at: Date.now() }));
+        const queue = table.queue('emails');
+        broker.subscribe(queue, (message) => handled.push({ id: message.id, at: Date.now() }));
         await broker.start();
-        await waitUntil(() => broker.stats().subscriptions[0]!.emptyClaims >= 1, 20_000, 'the first empty claim');
+        await untilStats(broker, queue, (stats) => stats.emptyClaims >= 1, 'the first empty claim');
         const published = await publishFromAnotherProcess({
           database: context.db.url!,
           table: jobsDeclaration({ form: formUnderTest }),
@@ -97,24 +117,29 @@ export function listenSuite(context: SuiteContext): void {
       const warnings = new Collector<string>();
       broker.on('warning', (message) => warnings.push(message));
       const handled = new Collector<string>();
-      for (const group of ['emails', 'sms']) broker.subscribe(table.queue(group), (message) => handled.push(message.id));
+      const queues = [table.queue('emails'), table.queue('sms')];
+      for (const queue of queues) broker.subscribe(queue, (message) => handled.push(message.id));
       await broker.start();
-      await waitUntil(() => broker.stats().subscriptions.every((subscription) => subscription.emptyClaims >= 1));
+      await untilSubscriptions(broker, queues, () => everyEmptyClaimed(broker), 'an empty claim of every subscription');
       const [lost] = await listenerSessions(context.db);
       const claimsBefore = broker.stats().subscriptions.map((subscription) => subscription.claims);
 
       await context.db.query('SELECT pg_terminate_backend($1)', [lost!.pid]);
+      // The server's sessions: only the database shows the new one listening.
       await waitForDatabase(
         async () => (await listenerSessions(context.db)).some((session) => session.pid !== lost!.pid && session.isListening),
         20_000,
         'a new LISTEN session',
       );
-      await waitUntil(() => broker.stats().listener?.reconnects === 1, 20_000, 'the listener to count its reconnect');
-      await waitUntil(
+      // The listener counts the reconnect, then wakes every subscription, which claims at once.
+      await untilSubscriptions(
+        broker,
+        queues,
         () => broker.stats().subscriptions.every((subscription, index) => subscription.claims > claimsBefore[index]!),
-        WAKE_DEADLINE_MS,
         'a claim of every subscription after the reconnect',
+        WAKE_DEADLINE_MS,
       );
+      expect(broker.stats().listener?.reconnects).toBe(1);
       expect((await warnings.waitFor(1))[0]).toContain('LISTEN connection was lost');
 
       const publisher = createBroker(context.db, context.brokers, { pollIntervalMs: LONG_POLL_MS });
@@ -132,10 +157,11 @@ export function listenSuite(context: SuiteContext): void {
       await context.db.exec(NOTIFY_TRIGGER_SQL);
       const broker = createBroker(context.db, context.brokers, { pollIntervalMs: LONG_POLL_MS });
       const handled = new Collector<string>();
-      broker.subscribe(table.queue<string>('emails'), (message) => handled.push(message.payload));
-      broker.subscribe(table.queue<string>('sms'), (message) => handled.push(`sms ${message.payload}`));
+      const [emails, sms] = [table.queue<string>('emails'), table.queue<string>('sms')];
+      broker.subscribe(emails, (message) => handled.push(message.payload));
+      broker.subscribe(sms, (message) => handled.push(`sms ${message.payload}`));
       await broker.start();
-      await waitUntil(() => broker.stats().subscriptions.every((subscription) => subscription.emptyClaims >= 1));
+      await untilSubscriptions(broker, [emails, sms], () => everyEmptyClaimed(broker), 'an empty claim of every subscription');
       const claimsOfSms = broker.stats().subscriptions[1]!.claims;
       const insertedAt = Date.now();
       await context.db.query("INSERT INTO jobs (queue, payload) VALUES ('emails', $1)", [Buffer.from(JSON.stringify('by hand'))]);
@@ -172,6 +198,7 @@ export function listenSuite(context: SuiteContext): void {
         await listening.start();
         expect(await listenerSessions(context.db)).toHaveLength(1);
         await listening.stop();
+        // The server ends the session after the client closed it: only the database shows when.
         await waitForDatabase(async () => (await listenerSessions(context.db)).length === 0, 10_000, 'stop() to end the LISTEN session');
       } finally {
         await pool.end();
@@ -198,10 +225,11 @@ export function listenSuite(context: SuiteContext): void {
       try {
         const broker = new Broker({ database: pool, listen: true, pollIntervalMs: IDLE_POLL_MS });
         context.brokers.push(broker);
-        for (let index = 0; index < IDLE_SUBSCRIPTIONS; index += 1) broker.subscribe(table.queue(`group-${index}`), () => undefined);
+        const queues = idleQueues(table);
+        for (const queue of queues) broker.subscribe(queue, () => undefined);
         await broker.start();
         const first = await quietSnapshot(context.db, broker);
-        await waitUntil(() => totalClaims(broker) >= first.claims + IDLE_SUBSCRIPTIONS * 4, 20_000, 'four more polls of each subscription');
+        await untilSubscriptions(broker, queues, () => totalClaims(broker) >= first.claims + IDLE_SUBSCRIPTIONS * 4, 'four more polls of each subscription');
         const last = await quietSnapshot(context.db, broker);
         const bound = IDLE_SUBSCRIPTIONS * (Math.ceil((last.at - first.at) / IDLE_POLL_MS) + 1);
         expect(last.claims - first.claims).toBeLessThanOrEqual(bound);
@@ -214,6 +242,14 @@ export function listenSuite(context: SuiteContext): void {
       }
     });
   });
+}
+
+function idleQueues(table: QueueTable): Queue<unknown>[] {
+  return Array.from({ length: IDLE_SUBSCRIPTIONS }, (_, index) => table.queue(`group-${index}`));
+}
+
+function everyEmptyClaimed(broker: Broker): boolean {
+  return broker.stats().subscriptions.every((subscription) => subscription.emptyClaims >= 1);
 }
 
 function totalClaims(broker: Broker): number {
@@ -235,7 +271,8 @@ async function listenerSessions(db: TestDatabase): Promise<ListenerSession[]> {
 }
 
 /**
- * Waits until the test database has no client session but the listener's and this admin one,
+ * Waits until the test database has no client session but the listener's and this admin one (the
+ * pool's idle sessions end in the server, where only the database shows it),
  * then reads the claims counted so far and the table's scans, which every ended session reported.
  */
 async function quietSnapshot(db: TestDatabase, broker: Broker): Promise<{ claims: number; scans: number; at: number }> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ClosedError, Outcome } from '../../src/index.js';
-import { createBroker, createTable, formsOf, jobsTable, waitUntil } from '../fixtures.js';
+import { createBroker, createTable, formsOf, jobsTable, untilStats } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 interface Sample {
@@ -110,10 +110,7 @@ export function metricsSuite(context: SuiteContext): void {
         await broker.publishMany(queue, [{ payload: { kind: 'ack' } }, { payload: { kind: 'ack' } }, { payload: { kind: 'ack' } }]);
         for (const kind of kinds) await broker.publish(queue, { kind });
         await broker.publish(queue, Buffer.from('not json {'));
-        await waitUntil(() => {
-          const stats = broker.stats().subscriptions[0]!;
-          return stats.acked === 6 && stats.dropped === 2 && stats.deadLettered === 1;
-        }, 20_000, 'every row settled');
+        await untilStats(broker, queue, (stats) => stats.acked === 6 && stats.dropped === 2 && stats.deadLettered === 1, 'every row settled');
         await broker.stop();
         const elapsedSeconds = (Date.now() - publishedFromMs) / 1000;
 

@@ -7,9 +7,10 @@ import {
   type OutboxDeclaration,
   type OutboxDestination,
   type OutboxTable,
+  type Relay,
 } from '../../src/index.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
-import { Collector, countRows, createBroker, stopAll, waitForDatabase, waitUntil } from '../fixtures.js';
+import { Collector, countRows, createBroker, stopAll, untilRelayed } from '../fixtures.js';
 import { spawnRelay } from '../processes/outbox-spawn-relay.js';
 import { skipTestWhenMissing } from '../require-live.js';
 import type { SuiteContext } from '../run-conformance.js';
@@ -152,11 +153,11 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
     }
 
     /** A started broker relaying the test's outbox to `destination`. */
-    async function relayingBroker(destination: OutboxDestination, options: Record<string, unknown> = {}): Promise<Broker> {
+    async function relayingBroker(destination: OutboxDestination, options: Record<string, unknown> = {}): Promise<{ broker: Broker; relay: Relay }> {
       const broker = createBroker(context.db, context.brokers);
-      broker.relay(outbox, destination, { ...QUICK_RELAY, ...options });
+      const relay = broker.relay(outbox, destination, { ...QUICK_RELAY, ...options });
       await broker.start();
-      return broker;
+      return { broker, relay };
     }
 
     /** Writes records in one service transaction, committed or rolled back; their ids. */
@@ -186,7 +187,7 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
         it('sends committed records once, with their headers, and never those of a rolled-back transaction', async (test) => {
           const target = await targetOf(kind, test);
           const confirmed = new Collector<string>();
-          const broker = await relayingBroker(observed(target.destination(), confirmed));
+          const { broker } = await relayingBroker(observed(target.destination(), confirmed));
           await write(broker, [{ name: 'orders.created', payload: { order: 'rolled back' } }], 'ROLLBACK');
           const ids = await write(
             broker,
@@ -209,7 +210,7 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
           const proxy = await proxyTo(kind);
           const confirmed = new Collector<string>();
           const failedSends = new Collector<unknown>();
-          const broker = await relayingBroker(observed(target.destination(proxy), confirmed));
+          const { broker, relay } = await relayingBroker(observed(target.destination(proxy), confirmed));
           broker.on('error', (error, detail) => {
             if (detail['phase'] === 'send') failedSends.push(error);
           });
@@ -226,11 +227,7 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
           await confirmed.waitFor(before.length + during.length);
           // A send whose confirmation the outage cut off counts as failed and goes again, so the
           // confirmations can add up before the last batch is marked: wait for the marks too.
-          await waitUntil(
-            () => (broker.stats().relays[0]?.relayed ?? 0) >= before.length + during.length,
-            20_000,
-            'every record marked processed',
-          );
+          await untilRelayed([relay], () => relay.stats().relayed >= before.length + during.length, 'every record marked processed');
           await broker.stop();
           const received = await target.received();
           expect(new Set(received.map((message) => message.messageId))).toEqual(new Set([...before, ...during]));
@@ -258,9 +255,9 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
         ),
       );
       await confirmed.waitFor(ids.length);
-      await Promise.all(relays.map((relay) => relay.stop()));
+      await Promise.all(relays.map(({ broker }) => broker.stop()));
 
-      const relayed = relays.map((relay) => relay.stats().relays[0]!.relayed);
+      const relayed = relays.map(({ relay }) => relay.stats().relayed);
       expect(relayed.every((count) => count > 0)).toBe(true);
       expect(relayed[0]! + relayed[1]!).toBe(ids.length);
 
@@ -305,9 +302,11 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
       const heldBatch = child.confirmedSends[2]!;
       expect(await countRows(context.db, 'outbox', 'processed_at IS NULL')).toBeGreaterThanOrEqual(heldBatch.length);
 
+      // The child is dead: what it left unmarked, this process's relay marks, once its leases ran out.
+      const unmarked = await countRows(context.db, 'outbox', 'processed_at IS NULL');
       const confirmed = new Collector<string>();
-      const broker = await relayingBroker(observed(target.destination(), confirmed), { batch: 25, leaseMs });
-      await waitForDatabase(async () => (await countRows(context.db, 'outbox', 'processed_at IS NULL')) === 0);
+      const { broker, relay } = await relayingBroker(observed(target.destination(), confirmed), { batch: 25, leaseMs });
+      await untilRelayed([relay], () => relay.stats().relayed === unmarked, `${unmarked} records marked processed`, 30_000);
       await broker.stop();
 
       const stored = await target.received();

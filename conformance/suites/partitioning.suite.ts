@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { defineTable, type Broker, type QueueTable } from '../../src/index.js';
+import { defineTable, type QueueTable } from '../../src/index.js';
+import { testHooksOf } from '../../src/broker/broker.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
+import { nextEventLoopTurn } from '../../src/internal/event-loop-turn.js';
+import { ManualClock } from '../../src/internal/manual-clock.fixture.js';
 import {
   Collector,
   countRows,
@@ -9,6 +12,8 @@ import {
   formsOf,
   jobsDeclaration,
   jobsTable,
+  statsOf,
+  untilStats,
   waitForDatabase,
   type FormUnderTest,
 } from '../fixtures.js';
@@ -38,19 +43,6 @@ class Gate {
 
   releaseAll(): void {
     for (const release of this.#releases.splice(0)) release.resolve();
-  }
-}
-
-/** Waits until the broker's first subscription shows the state asked for. */
-async function waitForStats(
-  broker: Broker,
-  check: (stats: ReturnType<Broker['stats']>['subscriptions'][number]) => boolean,
-  what: string,
-): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!check(broker.stats().subscriptions[0]!)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(broker.stats())}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
@@ -131,7 +123,7 @@ export function partitioningSuite(context: SuiteContext): void {
           await broker.start();
           if (form === 'rowLock') {
             await gate.started.waitFor(3);
-            await waitForStats(broker, (stats) => stats.claimsRunning === 0, 'claims to settle');
+            await untilStats(broker, table.queue('emails'), (stats) => stats.claimsRunning === 0, 'claims to settle');
             expect(broker.stats().subscriptions[0]!.inWork).toBe(3);
             expect(broker.stats().subscriptions[0]!.maxConnectionsHeld).toBeLessThanOrEqual(3);
             if (stand.kind === 'postgres') expect(await idleInTransaction(context)).toBe(3);
@@ -206,7 +198,7 @@ export function partitioningSuite(context: SuiteContext): void {
         broker.subscribe(table.queue('emails'), gate.handler, { workers: 3 });
         await broker.start();
         await gate.started.waitFor(3);
-        await waitForStats(broker, (stats) => stats.claimsRunning === 0, 'claims to finish');
+        await untilStats(broker, table.queue('emails'), (stats) => stats.claimsRunning === 0, 'claims to finish');
         const held = form === 'rowLock' ? 3 : 0;
         expect(broker.stats().subscriptions[0]!.connectionsHeld).toBe(held);
         if (stand.kind === 'postgres') expect(await idleInTransaction(context)).toBe(held);
@@ -220,7 +212,7 @@ export function partitioningSuite(context: SuiteContext): void {
         broker.subscribe(table.queue('emails'), () => undefined, { workers: 8 });
         const scansBefore = stand.kind === 'postgres' ? await tableScans(context) : 0;
         await broker.start();
-        await waitForStats(broker, (stats) => stats.emptyClaims >= 10, 'ten empty claims');
+        await untilStats(broker, table.queue('emails'), (stats) => stats.emptyClaims >= 10, 'ten empty claims');
         await broker.stop();
         const stats = broker.stats().subscriptions[0]!;
         expect(stats.maxClaimsRunning).toBe(1);
@@ -239,7 +231,7 @@ export function partitioningSuite(context: SuiteContext): void {
         const gate = new Gate();
         broker.subscribe(table.queue('emails'), gate.handler, { workers: 4 });
         await broker.start();
-        await waitForStats(broker, (stats) => stats.emptyClaims >= 1, 'an empty claim');
+        await untilStats(broker, table.queue('emails'), (stats) => stats.emptyClaims >= 1, 'an empty claim');
         await broker.publishMany(table.queue('emails'), Array.from({ length: 4 }, (_, index) => ({ payload: index })));
         await gate.started.waitFor(4);
         expect(broker.stats().subscriptions[0]!.inWork).toBe(4);
@@ -284,7 +276,9 @@ export function partitioningSuite(context: SuiteContext): void {
               if ((running.get(key) ?? 0) > 0) overlaps += 1;
               running.set(key, (running.get(key) ?? 0) + 1);
             }
-            await new Promise((resolve) => setImmediate(resolve));
+            // The handler's work spans a turn of the event loop, so a row of the same key started
+            // beside it by a faulty lane would find it still running.
+            await nextEventLoopTurn();
             if (key !== null) running.set(key, running.get(key)! - 1);
             order.push({ key, n: message.payload });
           },
@@ -339,25 +333,36 @@ export function partitioningSuite(context: SuiteContext): void {
         const table = jobsTable({ form: 'lease' });
         await createTable(stand, context.db, table);
         await publishRows(context, table, 12);
-        const broker = createBroker(context.db, context.brokers, { leaseMs: 1_000, stopTimeoutMs: 100 });
+        // A lease long enough that the host's own time, which the test's clock runs with, never ends it.
+        const leaseMs = 30_000;
+        const broker = createBroker(context.db, context.brokers, { leaseMs, stopTimeoutMs: 100 });
         const gate = new Gate();
-        broker.subscribe(table.queue('emails'), gate.handler, { workers: 4 });
+        const queue = table.queue('emails');
+        broker.subscribe(queue, gate.handler, { workers: 4 });
+        const hooks = testHooksOf(broker, queue);
+        const clock = (hooks.clock = new ManualClock());
         await broker.start();
         await gate.started.waitFor(4);
         gate.releaseOne();
         // The freed worker claims four rows: one starts, three wait in the subscription.
         await gate.started.waitFor(5);
         // The released row's ack may still wait in its settlement window while the claim runs.
-        await waitForStats(broker, (stats) => stats.waitingRows === 3 && stats.acked === 1, 'three waiting rows and one ack');
+        await untilStats(broker, queue, (stats) => stats.waitingRows === 3 && stats.acked === 1, 'three waiting rows and one ack');
         expect(await countRows(context.db, 'jobs', 'locked_until IS NOT NULL')).toBe(7);
         const before = await context.db.query<{ t: string }>('SELECT MIN(locked_until) AS t FROM jobs WHERE locked_until IS NOT NULL');
-        // Three rounds, half a lease apart: the last one writes an expiry at least a second later
-        // than the claim did (tokens are whole seconds, so one round may rewrite the same second).
-        await waitForStats(broker, (stats) => stats.leaseRenewals >= 21, 'three renewal rounds over every held row');
+        // Three rounds, half a lease apart on the lease's clock, each over the seven rows held:
+        // the last one writes an expiry at least a second later than the claim did (tokens are
+        // whole seconds, so one round may rewrite the same second).
+        for (let round = 0; round < 3; round += 1) {
+          hooks.keeper.roundEnded.clear();
+          clock.advance(leaseMs / 2);
+          await hooks.keeper.roundEnded.next({ what: 'a renewal round' });
+        }
+        expect(statsOf(broker, queue).leaseRenewals).toBe(21);
         const after = await context.db.query<{ t: string }>('SELECT MIN(locked_until) AS t FROM jobs WHERE locked_until IS NOT NULL');
         expect(after[0]!.t > before[0]!.t).toBe(true);
         const stopping = broker.stop();
-        await waitForStats(broker, (stats) => stats.waitingRows === 0, 'the waiting rows handed back');
+        await untilStats(broker, table.queue('emails'), (stats) => stats.waitingRows === 0, 'the waiting rows handed back');
         gate.releaseAll();
         await stopping;
         // Five rows were handled; the three that waited went back unhandled, with no lease left on
@@ -378,20 +383,20 @@ export function partitioningSuite(context: SuiteContext): void {
       broker.subscribe(table.queue('emails'), gate.handler, { workers: 2, prefetch: 3 });
       await broker.start();
       await gate.started.waitFor(2);
-      await waitForStats(broker, (stats) => stats.waitingRows === 3, 'three rows waiting ahead of the workers');
+      await untilStats(broker, table.queue('emails'), (stats) => stats.waitingRows === 3, 'three rows waiting ahead of the workers');
       expect(await countRows(context.db, 'jobs', 'locked_until IS NOT NULL')).toBe(5);
       gate.releaseOne();
       // The freed worker takes a waiting row at once; one row short is not worth a claim yet.
       await gate.started.waitFor(3);
-      await waitForStats(broker, (stats) => stats.waitingRows === 2 && stats.acked === 1, 'a waiting row taken');
+      await untilStats(broker, table.queue('emails'), (stats) => stats.waitingRows === 2 && stats.acked === 1, 'a waiting row taken');
       const claimsBefore = broker.stats().subscriptions[0]!.claims;
       gate.releaseOne();
       // Two rows short, half the buffer: one claim fills it again.
       await gate.started.waitFor(4);
-      await waitForStats(broker, (stats) => stats.waitingRows === 3 && stats.acked === 2, 'the buffer filled again');
+      await untilStats(broker, table.queue('emails'), (stats) => stats.waitingRows === 3 && stats.acked === 2, 'the buffer filled again');
       expect(broker.stats().subscriptions[0]!.claims).toBe(claimsBefore + 1);
       const stopping = broker.stop();
-      await waitForStats(broker, (stats) => stats.waitingRows === 0, 'the waiting rows handed back');
+      await untilStats(broker, table.queue('emails'), (stats) => stats.waitingRows === 0, 'the waiting rows handed back');
       gate.releaseAll();
       await stopping;
       // Four rows were handled; the three that waited went back unhandled with no lease on them.
@@ -424,7 +429,8 @@ export function partitioningSuite(context: SuiteContext): void {
         },
       });
       await broker.start();
-      await waitForEmptyEffects(context, 40);
+      // The threads write the effects before their handlers return; an ack counts once it committed.
+      await untilStats(broker, table.queue('emails'), (stats) => stats.acked === 40, 'every row acked');
       await broker.stop();
       const rows = await context.db.query<{ customer: string; thread_id: unknown; n: unknown }>(
         'SELECT customer, thread_id, n FROM effects',
@@ -473,12 +479,13 @@ async function waitForScanStats(context: SuiteContext, atLeast: number): Promise
   await waitForDatabase(async () => (await tableScans(context)) >= atLeast, 10_000, `${atLeast} scans of jobs in pg_stat_user_tables`);
 }
 
+/** The replicas are processes of their own: what their handlers did shows only in the database. */
 async function waitForEmptyEffects(context: SuiteContext, count: number): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while ((await countRows(context.db, 'effects')) < count || (await countRows(context.db, 'jobs')) > 0) {
-    if (Date.now() > deadline) throw new Error(`expected ${count} effects and an empty queue`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await waitForDatabase(
+    async () => (await countRows(context.db, 'effects')) >= count && (await countRows(context.db, 'jobs')) === 0,
+    60_000,
+    `${count} effects and an empty queue`,
+  );
 }
 
 /** An effects table whose rows keep the order they were written in. */

@@ -31,6 +31,7 @@ export function processSuite(context: SuiteContext): void {
         };
         const workers = [spawnWorker(config), spawnWorker(config)];
         await Promise.all(workers.map((worker) => worker.ready));
+        // The brokers run in processes of their own: their progress shows only in the database.
         await waitForDatabase(
           async () => (await countRows(context.db, 'effects')) >= ROWS && (await countRows(context.db, 'jobs')) === 0,
           120_000,

@@ -2,7 +2,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/index.js';
-import { Collector, createBroker, createTable, formsOf, jobsTable, waitUntil } from '../fixtures.js';
+import { Collector, createBroker, createTable, formsOf, jobsTable, untilStats } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 function ofOperation(spans: readonly ReadableSpan[], type: string): ReadableSpan[] {
@@ -43,7 +43,7 @@ export function tracingSuite(context: SuiteContext): void {
         await broker.start();
         const id = await broker.publish(queue, { n: 1 }, { headers: { kept: 'yes' } });
         const [message] = await received.waitFor(1);
-        await waitUntil(() => broker.stats().subscriptions[0]!.acked === 1, 20_000, 'the ack');
+        await untilStats(broker, queue, (stats) => stats.acked === 1, 'the ack');
         await broker.stop();
 
         const spans = exporter.getFinishedSpans();
@@ -92,7 +92,7 @@ export function tracingSuite(context: SuiteContext): void {
       );
       await broker.start();
       await broker.publish(queue, { n: 1 });
-      await waitUntil(() => broker.stats().subscriptions[0]!.acked === 1, 20_000, 'the second attempt');
+      await untilStats(broker, queue, (stats) => stats.acked === 1, 'the second attempt');
       await broker.stop();
 
       const spans = exporter.getFinishedSpans();
@@ -123,7 +123,7 @@ export function tracingSuite(context: SuiteContext): void {
       await broker.start();
       await broker.publishMany(queue, [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
       await handled.waitFor(3);
-      await waitUntil(() => broker.stats().subscriptions[0]!.acked === 3, 20_000, 'the acks');
+      await untilStats(broker, queue, (stats) => stats.acked === 3, 'the acks');
       await broker.stop();
 
       const spans = exporter.getFinishedSpans();

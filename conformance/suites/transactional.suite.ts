@@ -16,7 +16,7 @@ import {
   formsOf,
   jobsTable,
   placeholder,
-  waitUntil,
+  untilStats,
 } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 import { advisoryTable } from './advisory-tables.js';
@@ -249,11 +249,11 @@ export function transactionalSuite(context: SuiteContext): void {
           expect(await countRows(context.db, 'jobs')).toBe(3);
           await context.db.exec('DELETE FROM refs');
           secondCall.resolve();
-          await waitUntil(() => broker.stats().subscriptions[0]!.acked === 3, 20_000, 'the second batch acked');
+          await untilStats(broker, queue, (stats) => stats.acked === 3, 'the second batch acked');
           expect(await countRows(context.db, 'jobs')).toBe(0);
         } else {
           expect(codes).toEqual(['STATEMENT']);
-          await waitUntil(() => broker.stats().subscriptions[0]!.acked === 2, 20_000, 'the other rows acked');
+          await untilStats(broker, queue, (stats) => stats.acked === 2, 'the other rows acked');
           const left = await context.db.query<{ id: unknown }>('SELECT id FROM jobs');
           expect(left.map((row) => String(row.id))).toEqual([blocked]);
           secondCall.resolve();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { testHooksOf } from '../../src/broker/broker.js';
 import { Collector, createBroker, createTable, formsOf, jobsTable } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
@@ -16,9 +17,11 @@ export function wakeSuite(context: SuiteContext): void {
         broker.subscribe(queue, (message) => {
           seen.push(message.id);
         });
+        const loop = testHooksOf(broker, queue).loop;
+        loop.waiting.turnOn();
         await broker.start();
-        // Let the first (empty) claim finish so the subscription is waiting out its interval.
-        await new Promise((resolve) => setImmediate(resolve));
+        // The first claim came back empty: the subscription waits out its 60 s interval.
+        expect(await loop.waiting.next({ what: 'the wait after the first empty claim' })).toBe(60_000);
         const ids = [await broker.publish(queue, 1)];
         await seen.waitFor(1, 5_000);
         ids.push(await broker.publish(queue, 2));

@@ -25,6 +25,7 @@ import {
   type HandlerContext,
   type SubscribeOptions,
 } from '../subscription/subscription-options.js';
+import type { SubscriptionTestHooks } from '../subscription/subscription-test-hooks.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } from './broker-options.js';
 import { errorLogLine } from './error-log-line.js';
@@ -71,6 +72,9 @@ export interface BrokerEvents {
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/** Set by Broker's static block, which alone may read a broker's subscriptions; for `testHooksOf`. */
+let subscriptionOf: (broker: Broker, queue: Queue<unknown>) => Subscription | undefined;
 
 /**
  * Publishes rows into queue tables and runs subscriptions over them.
@@ -492,6 +496,21 @@ export class Broker extends EventEmitter<BrokerEvents> {
     if (this.listenerCount('warning') > 0) this.emit('warning', message);
     else this.#options.logger.warn(message);
   }
+
+  static {
+    subscriptionOf = (broker, queue) => broker.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group));
+  }
+}
+
+/**
+ * For tests, and not exported from the package: the test signals and clock of the subscription of
+ * `queue` on `broker` (see subscription/subscription-test-hooks.ts). Turn signals on and set the
+ * clock after `subscribe()` and before `start()`.
+ */
+export function testHooksOf(broker: Broker, queue: Queue<unknown>): SubscriptionTestHooks {
+  const subscription = subscriptionOf(broker, queue);
+  if (subscription === undefined) throw new Error(`this broker has no subscription of "${queue.label}"`);
+  return subscription.testHooks;
 }
 
 function subscriptionKey(spec: TableSpec, group: string | undefined): string {

@@ -10,7 +10,7 @@ import { LeaseClaimGatherer } from './lease-claim-gatherer.js';
 import { LeaseClaimer } from './lease-claimer.js';
 import { LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
 import { LeaseDeliveryTransaction } from './lease-delivery-transaction.js';
-import { LeaseKeeper } from './lease-keeper.js';
+import { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.js';
 import { readClaimedRow } from './row-values.js';
 
 export interface LeaseFormOptions {
@@ -23,6 +23,8 @@ export interface LeaseFormOptions {
   readonly onRenewed: () => void;
   readonly onLost: () => void;
   readonly onError: (error: unknown) => void;
+  /** The renewals' clock and test signals (see LeaseKeeperOptions); the host's clock and dormant signals without. */
+  readonly keeper?: Pick<LeaseKeeperOptions, 'clock' | 'signals'>;
 }
 
 interface LeaseStatementSet {
@@ -79,6 +81,7 @@ export class LeaseForm implements ClaimForm {
       onRenewed: options.onRenewed,
       onLost: () => options.onLost(),
       onError: options.onError,
+      ...options.keeper,
     });
     this.#keeper.start();
     const windowMs = options.settlementWindowMs;

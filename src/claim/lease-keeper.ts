@@ -1,5 +1,7 @@
 import { bindStatement, type Statement } from '../statement.js';
 import { withConnection } from '../driver/connection-scope.js';
+import { systemClock, type Clock } from '../internal/clock.js';
+import { TestSignal } from '../internal/test-signal.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { leaseExpiry, type LeaseBook, type LeaseSlot } from './lease-book.js';
 
@@ -11,6 +13,16 @@ export interface LeaseKeeperOptions {
   readonly onRenewed: () => void;
   readonly onLost: (slot: LeaseSlot) => void;
   readonly onError: (error: unknown) => void;
+  /** Where "now" and the half-lease timer come from: the host's clock unless a test moves one. */
+  readonly clock?: Clock;
+  /** Signals a test turns on; the keeper makes dormant ones without. */
+  readonly signals?: LeaseKeeperSignals;
+}
+
+/** What the keeper tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
+export class LeaseKeeperSignals {
+  /** A renewal round ended (leaseRenewals and leasesLost counted); also a round that found no lease to renew. */
+  readonly roundEnded = new TestSignal();
 }
 
 /**
@@ -20,13 +32,17 @@ export interface LeaseKeeperOptions {
  */
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #clock: Clock;
+  readonly #signals: LeaseKeeperSignals;
+  #cancelTimer: (() => void) | undefined;
   #isClosed = false;
   /** Gives back the pool's connection kept for renewals. */
   #releaseRenewalConnection: (() => void) | undefined;
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#signals = options.signals ?? new LeaseKeeperSignals();
   }
 
   start(): void {
@@ -36,16 +52,18 @@ export class LeaseKeeper {
 
   close(): void {
     this.#isClosed = true;
-    if (this.#timer) clearTimeout(this.#timer);
+    this.#cancelTimer?.();
     this.#releaseRenewalConnection?.();
   }
 
   #schedule(): void {
     if (this.#isClosed) return;
-    this.#timer = setTimeout(() => {
-      void this.#round().finally(() => this.#schedule());
-    }, this.#options.leaseMs / 2);
-    this.#timer.unref();
+    this.#cancelTimer = this.#clock.setTimer(this.#options.leaseMs / 2, () => {
+      void this.#round().finally(() => {
+        this.#signals.roundEnded.emit();
+        this.#schedule();
+      });
+    });
   }
 
   async #round(): Promise<void> {
@@ -62,7 +80,7 @@ export class LeaseKeeper {
   async #renewOn(connection: Connection): Promise<void> {
     const { book, extend, leaseMs } = this.#options;
     // "now" is read after the pool lent the connection, so a wait for it never shortens a lease.
-    const next = leaseExpiry(new Date(), leaseMs);
+    const next = leaseExpiry(this.#clock.now(), leaseMs);
     for (const slot of book.renewable()) {
       // Rows renewed before this one took round trips, in which this row's delivery may have
       // settled: its row is then gone or released by our own ack, which is no lost lease.

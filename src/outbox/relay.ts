@@ -3,6 +3,7 @@ import { LeaseClaimer } from '../claim/lease-claimer.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { createOutboxStatements, type OutboxStatements } from '../dialect/outbox-statements.js';
 import { withTransaction } from '../driver/connection-scope.js';
+import { TestSignal } from '../internal/test-signal.js';
 import { prepareStatements } from '../driver/prepare-statements.js';
 import { bindStatement } from '../statement.js';
 import type { OutboxTable } from './define-outbox.js';
@@ -19,6 +20,15 @@ import type { RelayCounts, RelayRuntime, RelayStats } from './relay-runtime.js';
  * lost, or the transaction could not begin (the service held the shared session in one of its own).
  */
 type SentWithin = DeliveryTransaction | 'leaseLost' | 'notBegun';
+
+/** What a relay tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
+export class RelaySignals {
+  /** A batch's records were marked processed after the destination confirmed them (counted in `relayed`): how many. */
+  readonly relayed = new TestSignal<number>();
+}
+
+/** Set by Relay's static block, which alone may read a relay's signals; for `testSignalsOfRelay`. */
+let signalsOfRelay: (relay: Relay) => RelaySignals;
 
 /**
  * Relays an outbox table to a destination, continuously, beside any number of replicas.
@@ -45,6 +55,11 @@ export class Relay {
   #statements: OutboxStatements | undefined;
   #batches: RelayBatchClaimer | undefined;
   #isTransactional = false;
+  readonly #signals = new RelaySignals();
+
+  static {
+    signalsOfRelay = (relay) => relay.#signals;
+  }
 
   constructor(outbox: OutboxTable, destination: OutboxDestination, options: ResolvedRelayOptions) {
     this.outbox = outbox;
@@ -210,6 +225,7 @@ export class Relay {
   #confirmed(batch: Batch): void {
     this.#counts.sends += 1;
     this.#counts.relayed += batch.records.length;
+    this.#signals.relayed.emit(batch.records.length);
   }
 
   #leaseLost(batch: Batch, when: string): void {
@@ -245,4 +261,9 @@ export class Relay {
   #detail(extra: Record<string, unknown>): Record<string, unknown> {
     return { outbox: this.outbox.label, destination: this.destination.description, ...extra };
   }
+}
+
+/** For tests, and not exported from the package: the test signals of `relay`. */
+export function testSignalsOfRelay(relay: Relay): RelaySignals {
+  return signalsOfRelay(relay);
 }

@@ -1,8 +1,8 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { HeldRow } from '../claim/claim-form.js';
 import type { PoolStats } from '../driver/driver.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
-import { ClaimLoop, MAX_CONTENTION_RETRIES } from './claim-loop.js';
+import { ClaimLoop, ClaimLoopSignals, FAILED_CLAIM_BACKOFF_MS, MAX_CONTENTION_RETRIES } from './claim-loop.js';
 import { PoolBudget } from './pool-budget.js';
 import { WorkerSlots } from './worker-slots.js';
 
@@ -38,7 +38,12 @@ function quietPool(): PoolStats {
 }
 
 /** Deliveries never finish, so the workers the test gives rows to stay busy. */
-function createLoop(claims: ScriptedClaims, workers = 1, onClaimError: (error: unknown) => void = () => undefined): ClaimLoop {
+function createLoop(
+  claims: ScriptedClaims,
+  workers = 1,
+  onClaimError: (error: unknown) => void = () => undefined,
+  signals = new ClaimLoopSignals(),
+): ClaimLoop {
   const dispatcher = new WorkerSlots({ workers, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
   const loop: ClaimLoop = new ClaimLoop({
     dispatcher,
@@ -54,6 +59,7 @@ function createLoop(claims: ScriptedClaims, workers = 1, onClaimError: (error: u
     onClaimError,
     isContention: (error) => (error as Error).message === 'deadlock',
     handBack: () => Promise.resolve(),
+    signals,
   });
   return loop;
 }
@@ -75,7 +81,8 @@ describe('ClaimLoop', () => {
   it('retries a claim that met a deadlock at once, counts it, and reports nothing', async () => {
     const claims = new ScriptedClaims();
     const reported: unknown[] = [];
-    const loop = createLoop(claims, 1, (error) => reported.push(error));
+    const signals = new ClaimLoopSignals();
+    const loop = createLoop(claims, 1, (error) => reported.push(error), signals);
     loop.start();
     await claims.started(1);
     claims.pending[0]!.reject(new Error('deadlock'));
@@ -85,7 +92,9 @@ describe('ClaimLoop', () => {
     expect(loop.counters.failedClaims).toBe(0);
     expect(reported).toEqual([]);
     claims.pending[1]!.reject(new Error('not contention'));
-    await vi.waitFor(() => expect(reported).toHaveLength(1));
+    expect(await signals.claimFailed.next()).toMatchObject({ message: 'not contention' });
+    expect(await signals.waiting.next()).toBe(FAILED_CLAIM_BACKOFF_MS);
+    expect(reported).toHaveLength(1);
     expect(loop.counters.failedClaims).toBe(1);
     await loop.stop();
   });
@@ -93,13 +102,15 @@ describe('ClaimLoop', () => {
   it('gives each claim its own contention retries, and reports the claim that runs out of them', async () => {
     const claims = new ScriptedClaims();
     const reported: unknown[] = [];
-    const loop = createLoop(claims, 1, (error) => reported.push(error));
+    const signals = new ClaimLoopSignals();
+    const loop = createLoop(claims, 1, (error) => reported.push(error), signals);
     loop.start();
     for (let attempt = 1; attempt <= MAX_CONTENTION_RETRIES + 1; attempt += 1) {
       await claims.started(attempt);
       claims.pending[attempt - 1]!.reject(new Error('deadlock'));
     }
-    await vi.waitFor(() => expect(reported).toHaveLength(1));
+    await signals.claimFailed.next();
+    expect(reported).toHaveLength(1);
     expect(loop.counters.deadlocksRetried).toBe(MAX_CONTENTION_RETRIES);
     expect(loop.counters.failedClaims).toBe(1);
     await loop.stop();
@@ -108,6 +119,7 @@ describe('ClaimLoop', () => {
   it('prefetch: one claim at a time asks for what the workers and the buffer lack', async () => {
     const claims = new ScriptedClaims();
     const limits: number[] = [];
+    const signals = new ClaimLoopSignals();
     const dispatcher = new WorkerSlots({ workers: 2, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
     const loop: ClaimLoop = new ClaimLoop({
       dispatcher,
@@ -118,7 +130,7 @@ describe('ClaimLoop', () => {
       isBatch: false,
       pollIntervalMs: 60_000,
       poolStats: quietPool,
-    budget: new PoolBudget(quietPool),
+      budget: new PoolBudget(quietPool),
       claim: (limit) => {
         limits.push(limit);
         return claims.claim();
@@ -126,6 +138,7 @@ describe('ClaimLoop', () => {
       onClaimError: () => undefined,
       isContention: () => false,
       handBack: () => Promise.resolve(),
+      signals,
     });
     loop.start();
     await claims.started(1);
@@ -133,7 +146,8 @@ describe('ClaimLoop', () => {
     // Two rows went to the two workers; the buffer of three is still empty.
     await claims.started(2);
     claims.pending[1]!.resolve([heldRow('3'), heldRow('4'), heldRow('5')]);
-    await vi.waitFor(() => expect(dispatcher.waiting).toBe(3));
+    expect(await signals.claimTookRows.next({ matches: (rows) => rows === 3 })).toBe(3);
+    expect(dispatcher.waiting).toBe(3);
     expect(limits).toEqual([5, 3]);
     expect(claims.pending).toHaveLength(2);
     await loop.stop();

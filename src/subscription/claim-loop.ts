@@ -2,6 +2,7 @@ import type { HeldRow } from '../claim/claim-form.js';
 import type { PoolStats } from '../driver/driver.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { nextEventLoopTurn } from '../internal/event-loop-turn.js';
+import { TestSignal } from '../internal/test-signal.js';
 import { WakeSignal } from '../internal/wake-signal.js';
 import type { DeliveryUnit, Dispatcher } from './dispatcher.js';
 import type { BudgetMember, PoolBudget } from './pool-budget.js';
@@ -54,6 +55,22 @@ export interface ClaimLoopOptions {
   readonly isContention: (error: unknown) => boolean;
   /** Rows claimed after stop began, and rows still waiting at stop, go back through this. */
   readonly handBack: (row: HeldRow) => Promise<void>;
+  /** Signals a test turns on; the loop makes dormant ones without. */
+  readonly signals?: ClaimLoopSignals;
+}
+
+/** What the loop tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
+export class ClaimLoopSignals {
+  /** A claim's statement is about to run (again after contention, too). */
+  readonly claimStarted = new TestSignal();
+  /** A claim took rows, this many, and offered them to the workers. */
+  readonly claimTookRows = new TestSignal<number>();
+  readonly claimCameBackEmpty = new TestSignal();
+  readonly claimFailed = new TestSignal<unknown>();
+  /** After an empty or failed claim the loop waits this many milliseconds, unless woken. */
+  readonly waiting = new TestSignal<number>();
+  /** Stop handed back the rows that waited for a worker, this many. */
+  readonly handedBackAtStop = new TestSignal<number>();
 }
 
 export interface ClaimLoopCounters {
@@ -101,9 +118,11 @@ export class ClaimLoop {
   #isStopping = false;
   /** This loop as its pool's budget sees it. */
   readonly #member: BudgetMember;
+  readonly #signals: ClaimLoopSignals;
 
   constructor(options: ClaimLoopOptions) {
     this.#options = options;
+    this.#signals = options.signals ?? new ClaimLoopSignals();
     this.#nextWaitMs = options.pollIntervalMs;
     const connectionsHeld = () => this.connectionsHeld;
     this.#member = {
@@ -161,6 +180,7 @@ export class ClaimLoop {
     while (this.#claimsInFlight.size > 0) await Promise.allSettled([...this.#claimsInFlight]);
     const waiting = this.#options.dispatcher.takeWaiting().flat();
     await Promise.allSettled(waiting.map((row) => this.#options.handBack(row)));
+    this.#signals.handedBackAtStop.emit(waiting.length);
   }
 
   #pump(): void {
@@ -237,6 +257,7 @@ export class ClaimLoop {
     for (let contentionRetries = 0; ; contentionRetries += 1) {
       try {
         this.counters.claims += 1;
+        this.#signals.claimStarted.emit();
         rows = await claim(this.#options.prefetchRows > 0 ? Math.max(1, this.#rowsLacking()) : rowsPerClaim);
         break;
       } catch (error) {
@@ -248,6 +269,7 @@ export class ClaimLoop {
         this.counters.failedClaims += 1;
         this.#isProbing = true;
         this.#options.onClaimError(error);
+        this.#signals.claimFailed.emit(error);
         return 'failed';
       }
     }
@@ -259,6 +281,7 @@ export class ClaimLoop {
     if (rows.length === 0) {
       this.counters.emptyClaims += 1;
       this.#isProbing = true;
+      this.#signals.claimCameBackEmpty.emit();
       return 'empty';
     }
     this.#isProbing = false;
@@ -266,6 +289,7 @@ export class ClaimLoop {
     const units: DeliveryUnit[] = isBatch ? [rows] : rows.map((row) => [row]);
     for (const unit of units) dispatcher.offer(unit);
     this.#noteConnections();
+    this.#signals.claimTookRows.emit(rows.length);
     return 'took rows';
   }
 
@@ -278,10 +302,13 @@ export class ClaimLoop {
     this.#isWaiting = true;
     this.#isBackingOff = result === 'failed';
     try {
-      if (result === 'failed') await abortableSleep(FAILED_CLAIM_BACKOFF_MS, this.#stop.signal);
-      else {
+      if (result === 'failed') {
+        this.#signals.waiting.emit(FAILED_CLAIM_BACKOFF_MS);
+        await abortableSleep(FAILED_CLAIM_BACKOFF_MS, this.#stop.signal);
+      } else {
         const waitMs = this.#nextWaitMs;
         this.#nextWaitMs = Math.min(this.#options.pollIntervalMs, waitMs * 2);
+        this.#signals.waiting.emit(waitMs);
         await this.#wake.wait(waitMs);
       }
     } finally {

@@ -6,6 +6,7 @@ import { boundLastError, describeRetryRequested, describeThrown } from '../deliv
 import type { Message } from '../delivery/message.js';
 import { isOutcome, retryDelayProblem, type Outcome } from '../delivery/outcome.js';
 import { DeclarationError, DecodeError, LeaseLostError } from '../errors.js';
+import { TestSignal } from '../internal/test-signal.js';
 import type { SettledOutcome } from '../observability/broker-metrics.js';
 import type { SubscriptionObserver } from '../observability/subscription-observer.js';
 import type { ProcessSpan } from '../observability/tracing.js';
@@ -57,6 +58,18 @@ export interface DeliveryRunnerOptions {
    */
   readonly isDoneAtHandover: boolean;
   readonly onSettled: () => void;
+  /** Signals a test turns on; the runner makes dormant ones without. */
+  readonly signals?: DeliveryRunnerSignals;
+}
+
+/** What the runner tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
+export class DeliveryRunnerSignals {
+  /** A unit's delivery began on a worker. */
+  readonly deliveryStarted = new TestSignal<DeliveryUnit>();
+  /** The handler returned or threw (counted in `handled`): the rows it was given. */
+  readonly handlerEnded = new TestSignal<readonly HeldRow[]>();
+  /** A row's settlement ended, applied or failed (and counted either way): the row's id. */
+  readonly settled = new TestSignal<string>();
 }
 
 /**
@@ -117,13 +130,16 @@ export class DeliveryRunner {
   readonly #abandoned = new WeakSet<HeldRow>();
   #hasWarnedRetryAfter = false;
   #hasWarnedBatchLength = false;
+  readonly #signals: DeliveryRunnerSignals;
 
   constructor(options: DeliveryRunnerOptions) {
     this.#options = options;
+    this.#signals = options.signals ?? new DeliveryRunnerSignals();
   }
 
   async run(unit: DeliveryUnit, slot: number): Promise<void> {
     for (const row of unit) this.#inFlight.add(row);
+    this.#signals.deliveryStarted.emit(unit);
     let handedOver: { readonly settlements: Promise<void> };
     try {
       handedOver = await this.#run(unit, slot);
@@ -193,6 +209,7 @@ export class DeliveryRunner {
       const transaction = rows.length === 1 ? rows[0]!.transaction : undefined;
       const { outcomes, failure } = await this.#callHandler(messages, slot, transaction, span);
       this.counters.handled += messages.length;
+      this.#signals.handlerEnded.emit(rows);
       this.#settleAll(rows, outcomes, failure, span, settlements);
     }
     return { settlements: settlements.length === 1 ? settlements[0]! : Promise.all(settlements).then(() => undefined) };
@@ -378,10 +395,12 @@ export class DeliveryRunner {
       await (tracing === undefined ? row.settle(settlement) : tracing.settle(span, row.id, settled, () => row.settle(settlement)));
       this.#count(settlement, outcome);
       observer.settled(settled);
+      this.#signals.settled.emit(row.id);
     } catch (error) {
       observer.settled(error instanceof LeaseLostError ? 'leaseLost' : 'failed');
       this.counters.settleErrors += 1;
       this.#options.onError(error, { subscription: this.#options.subscription, messageId: row.id, phase: 'settle' });
+      this.#signals.settled.emit(row.id);
     }
   }
 

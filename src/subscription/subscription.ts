@@ -18,6 +18,7 @@ import { DeliveryRunner, type InvokeHandler } from './delivery-runner.js';
 import type { DeliveryUnit, Dispatcher, RunUnit } from './dispatcher.js';
 import { KeyLanes } from './key-lanes.js';
 import { poolBudgetFor } from './pool-budget.js';
+import { SubscriptionTestHooks } from './subscription-test-hooks.js';
 import { transactionalContext } from './transactional-context.js';
 import type { BatchHandler, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
 import { WorkerSlots } from './worker-slots.js';
@@ -96,6 +97,8 @@ export class Subscription {
   #runtime: SubscriptionRuntime | undefined;
   #leaseRenewals = 0;
   #leasesLost = 0;
+  /** Dormant unless a test turns its signals on or sets its clock. */
+  readonly testHooks = new SubscriptionTestHooks();
 
   constructor(
     queue: Queue<unknown>,
@@ -165,6 +168,7 @@ export class Subscription {
             onRenewed: () => (this.#leaseRenewals += 1),
             onLost: () => (this.#leasesLost += 1),
             onError: (error) => runtime.onError(error, { subscription: this.name, phase: 'lease renewal' }),
+            keeper: { clock: this.testHooks.clock, signals: this.testHooks.keeper },
           })
         : spec.form === 'advisory'
           ? new AdvisoryForm(context)
@@ -207,8 +211,10 @@ export class Subscription {
       isDoneAtHandover:
         form instanceof LeaseForm && this.#options.coalesceSettlements && !transactional && spec.group?.fifo !== true && !isKeyed,
       onSettled: () => this.#loop?.onWorkerIdle(),
+      signals: this.testHooks.runner,
     });
     const runner = this.#runner;
+    const clock = this.testHooks.clock;
     const run: RunUnit = (unit, slot) => runner.run(unit, slot);
     const onIdle = () => this.#loop?.onWorkerIdle();
     const partitionKey = spec.partitionKey;
@@ -227,10 +233,11 @@ export class Subscription {
       pollIntervalMs: this.#options.pollIntervalMs,
       poolStats: () => driver.stats(),
       budget,
-      claim: tracedClaim(observer, (limit) => form.claim(limit, new Date())),
+      claim: tracedClaim(observer, (limit) => form.claim(limit, clock.now())),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
       isContention: isClaimContention,
       handBack: (row) => this.#handBack(runtime, row),
+      signals: this.testHooks.loop,
     });
   }
 
