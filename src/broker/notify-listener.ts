@@ -1,6 +1,7 @@
 import type { NotifyStatements } from '../dialect/notify.js';
 import type { NotificationClient, NotificationHandlers } from '../driver/driver.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
+import { backoffDelayMs } from '../internal/backoff.js';
 import { bindStatement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 
@@ -114,16 +115,17 @@ export class NotifyListener {
 
   async #reconnect(): Promise<void> {
     const signal = this.#closing.signal;
-    let delayMs = RECONNECT_FIRST_DELAY_MS;
+    const backoff = { initialMs: RECONNECT_FIRST_DELAY_MS, maxMs: RECONNECT_MAX_DELAY_MS };
+    let attempt = 1;
     while (!signal.aborted) {
-      await abortableSleep(delayMs, signal);
+      await abortableSleep(backoffDelayMs(backoff, attempt), signal);
       if (signal.aborted) return;
       let session: NotificationClient;
       try {
         session = await this.#listen();
       } catch (error) {
-        this.#options.onError(error, { phase: 'listen', retryInMs: Math.min(delayMs * 2, RECONNECT_MAX_DELAY_MS) });
-        delayMs = Math.min(delayMs * 2, RECONNECT_MAX_DELAY_MS);
+        attempt += 1;
+        this.#options.onError(error, { phase: 'listen', retryInMs: backoffDelayMs(backoff, attempt) });
         continue;
       }
       if (signal.aborted) {

@@ -1,6 +1,6 @@
 import type { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { DeadLetterTarget } from '../dialect/dialect.js';
-import type { Statement } from '../statement.js';
+import type { ParamValues, Statement } from '../statement.js';
 
 /** A row a claim took, as read from the database. */
 export interface ClaimedRow {
@@ -38,6 +38,23 @@ export function commitsHandlerWrites(settlement: Settlement): boolean {
   return settlement.kind === 'finish' && settlement.commitsHandlerWrites === true;
 }
 
+/**
+ * The values every settlement statement binds, by parameter name: the row's id, now, the delayed
+ * retry's instant (and its delay, for a table on the database clock), the dead-letter group and
+ * the last error; `held`, the lease token, for the lease form's fenced settlements.
+ */
+export function settlementValues(idValue: unknown, settlement: Settlement, held?: Date): ParamValues {
+  return {
+    id: idValue,
+    held,
+    now: new Date(),
+    retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
+    delayMicroseconds: settlement.kind === 'retryAfter' ? Math.round(settlement.delayMs * 1000) : undefined,
+    destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
+    lastError: settlement.kind === 'deadLetter' ? settlement.lastError : undefined,
+  };
+}
+
 /** A claimed row and the means to settle it, fenced by whatever the form holds. */
 export interface HeldRow extends ClaimedRow {
   /**
@@ -53,10 +70,27 @@ export interface HeldRow extends ClaimedRow {
   handBack(): Promise<void>;
 }
 
-/** One of the three ways to claim rows: take, hold, settle. */
+/**
+ * One of the three ways to claim rows: take, hold, settle. Each form also says how its claims
+ * and deliveries use the pool, which the claim loop and the delivery runner go by.
+ */
 export interface ClaimForm {
   /** Whether each delivery in work holds a pool connection until it settles (WP-5). */
   readonly holdsConnection: boolean;
+  /** Whether only one claim of the subscription may run at a time (WP-7). */
+  readonly claimsOneAtATime: boolean;
+  /**
+   * Whether a delivery is done once its settlement is handed to the form, which writes it later
+   * together with others (the lease form's coalesced settlements), rather than once written.
+   */
+  readonly isDoneAtHandover: boolean;
+  /** The rows one claim takes for `workers` idle workers when the subscription names no batch. */
+  rowsPerClaim(workers: number): number;
+  /**
+   * The connections the form's deliveries and claims in progress hold, where that is not one per
+   * delivery in work (the advisory forms: one per row of a batch, and a claim's further rows).
+   */
+  connectionsInWork?(): number;
   /** Every statement the form runs, for the start-up prepare check. */
   readonly statements: Statement[];
   /** Claims up to `limit` rows, due at `now`. */

@@ -3,8 +3,8 @@ import type { Connection } from '../driver/driver.js';
 import { BatchRolledBackError } from '../errors.js';
 import { createDeferred } from '../internal/deferred.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
-import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
-import { commitsHandlerWrites, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
+import { bindRepeated, bindStatement, type Statement } from '../statement.js';
+import { commitsHandlerWrites, settlementValues, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
 
 /** The statements a claim transaction runs after the claim, rendered once when the subscription opens. */
 export interface ClaimTransactionStatements {
@@ -105,14 +105,7 @@ export class ClaimTransaction {
   async #settle(claimed: ClaimedRow, settlement: Settlement): Promise<void> {
     if (this.#failure !== undefined) return;
     const { connection, statements } = this.#options;
-    const values: ParamValues = {
-      id: claimed.idValue,
-      now: new Date(),
-      retryAfterAt: settlement.kind === 'retryAfter' ? settlement.at : undefined,
-      delayMicroseconds: settlement.kind === 'retryAfter' ? Math.round(settlement.delayMs * 1000) : undefined,
-      destination: settlement.kind === 'deadLetter' && settlement.target.kind === 'group' ? settlement.target.group : undefined,
-      lastError: settlement.kind === 'deadLetter' ? settlement.lastError : undefined,
-    };
+    const values = settlementValues(claimed.idValue, settlement);
     if (settlement.kind === 'finish' && this.#options.rowCount > 1 && this.#options.statements.finishMany !== undefined) {
       this.#finished.push(claimed);
       await this.#finishRow();

@@ -20,9 +20,21 @@ export interface FormContext {
    * one row per claim, and every delivery holds a connection until it settles (WP-5).
    */
   readonly transactional: boolean;
+  /** Deliveries of one partition key run one after another (`workersByKey`), so each must be settled before the next. */
+  readonly keyed: boolean;
   /**
    * Whether the connections every subscription on the pool holds leave room for one more (WP-2,
    * WP-4): asked before a claim takes a further connection of its own (an advisory batch's rows).
    */
   readonly hasRoomForConnection: () => boolean;
+}
+
+/**
+ * WP-7: claims of a subscription run one at a time where the database has one writer (claims
+ * side by side only collide), and on FIFO-group tables and tables with a partition key column
+ * (two claims side by side could finish out of claim order). The lease form adds its own case.
+ */
+export function claimsOneAtATime(context: FormContext): boolean {
+  const { dialect, spec } = context;
+  return dialect.capabilities.hasSingleWriter || spec.group?.fifo === true || spec.partitionKey !== undefined;
 }

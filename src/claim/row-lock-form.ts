@@ -3,7 +3,7 @@ import { bindStatement, type ParamValues, type Statement } from '../statement.js
 import type { ClaimForm, HeldRow } from './claim-form.js';
 import { ownsGroup } from './claim-guard.js';
 import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
-import type { FormContext } from './form-context.js';
+import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { readClaimedRow } from './row-values.js';
 
 /** The statements of the row lock form, rendered once when the subscription opens. */
@@ -26,12 +26,20 @@ interface RowLockStatements extends ClaimTransactionStatements {
  */
 export class RowLockForm implements ClaimForm {
   readonly holdsConnection = true;
+  readonly claimsOneAtATime: boolean;
+  /** Every settlement runs in the claim's transaction, which the delivery holds until it commits. */
+  readonly isDoneAtHandover = false;
   readonly #context: FormContext;
   readonly #statements: RowLockStatements;
 
   constructor(context: FormContext) {
     this.#context = context;
     this.#statements = renderRowLockStatements(context);
+    this.claimsOneAtATime = claimsOneAtATime(context);
+  }
+
+  rowsPerClaim(): number {
+    return 1;
   }
 
   /** Every statement this form runs, for the start-up prepare check. */

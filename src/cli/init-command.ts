@@ -9,7 +9,7 @@ import type { Driver } from '../driver/driver.js';
 import { parseDatabaseUrl } from '../driver/database-url.js';
 import { bindStatement } from '../statement.js';
 import { SchemaError, StatementError } from '../errors.js';
-import type { TableDeclaration, TableSpec } from '../table/table-spec.js';
+import { roleColumns, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
 import { INIT_FLAGS } from './command-flags.js';
 import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
 import { UsageError } from './usage-error.js';
@@ -90,7 +90,7 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
     const ddlDialect = await ddlDialectOfServer(driver, dialect);
     const existing = await existingColumns(driver, dialect, table.spec);
     if (existing !== undefined) {
-      const missing = tableColumns(table.spec).filter((column) => !existing.includes(column));
+      const missing = roleColumns(table.spec).filter((column) => !existing.includes(column));
       const found = `table "${table.spec.qualifiedName}" already exists on ${driver.description}${
         missing.length === 0 ? '' : ` without ${missing.map((column) => `"${column}"`).join(', ')}, which these flags would add`
       }`;
@@ -124,12 +124,6 @@ async function existingColumns(driver: Driver, dialect: Dialect, spec: TableSpec
     if (error instanceof StatementError) return undefined;
     throw error;
   }
-}
-
-/** Every column the declaration names. */
-function tableColumns(spec: TableSpec): string[] {
-  const roles = [spec.group?.column, spec.priority, spec.partitionKey, spec.retryAfter, spec.attempt, spec.processedAt, spec.lockedUntil, spec.headers, spec.payload];
-  return [spec.id.column, ...roles.filter((column): column is string => column !== undefined)];
 }
 
 /** The server's own flavour (the dialect checked its version against the floors, as a broker's start does). */

@@ -1,4 +1,4 @@
-import type { QueueInspectorOptions, InspectorColumnNames } from '../admin/open-queue-inspector.js';
+import { INIT_COLUMN_NAMES, type QueueInspectorOptions, type InspectorColumnNames } from '../admin/open-queue-inspector.js';
 import type { DeadLetterLocation } from '../admin/inspection.js';
 import { UsageError } from './usage-error.js';
 
@@ -71,18 +71,8 @@ export const INSPECTOR_FLAGS_HELP = `${DATABASE_FLAGS_HELP}
                             headers or payload; NAME "-" says the table has none
   -h, --help                this help`;
 
-/** The roles `--column ROLE=NAME` takes. */
-export const COLUMN_ROLES: readonly (keyof InspectorColumnNames)[] = [
-  'id',
-  'group',
-  'priority',
-  'retryAfter',
-  'attempt',
-  'processedAt',
-  'lockedUntil',
-  'headers',
-  'payload',
-];
+/** The roles `--column ROLE=NAME` takes: those the inspector looks for under `tablequeue init`'s names. */
+export const COLUMN_ROLES = Object.keys(INIT_COLUMN_NAMES) as readonly (keyof InspectorColumnNames)[];
 
 export interface InspectorFlagValues extends DatabaseFlagValues {
   readonly table?: string | undefined;

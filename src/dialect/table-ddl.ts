@@ -2,6 +2,7 @@
  * The shape of a queue table's DDL, shared by the three dialects: which column each declared role
  * gets and how the claim-order index is named. Each dialect supplies its types and its index form.
  */
+import { fnv1a32 } from '../internal/fnv1a.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { fixedSql, identifier, joinSql, sql, type SqlText } from './quoting.js';
 
@@ -93,17 +94,9 @@ const INDEX_SUFFIX = '_claim_order';
 export function claimOrderIndexName(tableName: string, fitsIdentifierLimit: (name: string) => boolean): string {
   const plain = `${tableName}${INDEX_SUFFIX}`;
   if (fitsIdentifierLimit(plain)) return plain;
-  const suffix = `_${fnv1aHash(tableName)}${INDEX_SUFFIX}`;
+  // FNV-1a as 8 hex digits: tiny, stable across runs and platforms.
+  const suffix = `_${fnv1a32(tableName).toString(16).padStart(8, '0')}${INDEX_SUFFIX}`;
   const characters = [...tableName];
   while (characters.length > 1 && !fitsIdentifierLimit(characters.join('') + suffix)) characters.pop();
   return characters.join('') + suffix;
-}
-
-/** 32-bit FNV-1a as 8 hex digits: tiny, stable across runs and platforms, no crypto module needed. */
-function fnv1aHash(text: string): string {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(text)) {
-    hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, '0');
 }

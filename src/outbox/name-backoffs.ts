@@ -1,3 +1,5 @@
+import { backoffDelayMs, type Backoff } from '../internal/backoff.js';
+
 /** Names whose failure count is kept; past this the oldest are forgotten (their next backoff starts over). */
 const MAX_REMEMBERED_FAILING_NAMES = 10_000;
 
@@ -6,12 +8,12 @@ const MAX_REMEMBERED_FAILING_NAMES = 10_000;
  * per name that wakes the relay when the name's backoff ends.
  */
 export class NameBackoffs {
-  readonly #backoff: { readonly initialMs: number; readonly maxMs: number };
+  readonly #backoff: Backoff;
   readonly #onEnded: () => void;
   readonly #failures = new Map<string, number>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
 
-  constructor(backoff: { readonly initialMs: number; readonly maxMs: number }, onEnded: () => void) {
+  constructor(backoff: Backoff, onEnded: () => void) {
     this.#backoff = backoff;
     this.#onEnded = onEnded;
   }
@@ -30,8 +32,7 @@ export class NameBackoffs {
     this.#failures.delete(name);
     this.#failures.set(name, failures);
     if (this.#failures.size > MAX_REMEMBERED_FAILING_NAMES) this.#failures.delete(this.#failures.keys().next().value!);
-    const { initialMs, maxMs } = this.#backoff;
-    return Math.min(maxMs, initialMs * 2 ** Math.max(0, Math.min(failures - 1, 30)));
+    return backoffDelayMs(this.#backoff, failures);
   }
 
   /** A send of the name went through: its next failure starts the backoff over. */

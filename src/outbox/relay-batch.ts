@@ -1,7 +1,9 @@
 import { leaseExpiry } from '../claim/lease-book.js';
-import type { LeaseClaimer } from '../claim/lease-claimer.js';
+import { LeaseClaimer } from '../claim/lease-claimer.js';
 import { SharedLease } from '../claim/shared-lease.js';
 import { decodeHeaders } from '../delivery/codec.js';
+import type { Dialect } from '../dialect/dialect.js';
+import type { OutboxStatements } from '../dialect/outbox-statements.js';
 import type { Driver } from '../driver/driver.js';
 import type { Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -18,10 +20,9 @@ export interface RelayBatch {
 
 export interface RelayBatchClaimerOptions {
   readonly driver: Driver;
+  readonly dialect: Dialect;
   readonly spec: TableSpec;
-  readonly claimer: LeaseClaimer;
-  /** Moves the lease of a name's records under a token (`group`, `held`, `lockedUntil`). */
-  readonly extend: Statement;
+  readonly statements: OutboxStatements;
   readonly leaseMs: number;
   /** The most records one claim takes. */
   readonly batchSize: number;
@@ -35,17 +36,34 @@ export interface RelayBatchClaimerOptions {
 /** Claims a name's first records under one lease, through the claim layer's claimer. */
 export class RelayBatchClaimer {
   readonly #options: RelayBatchClaimerOptions;
+  readonly #claimer: LeaseClaimer;
 
   constructor(options: RelayBatchClaimerOptions) {
+    const { dialect, statements } = options;
     this.#options = options;
+    this.#claimer = new LeaseClaimer({
+      claim: statements.claim,
+      commit: dialect.session.commit(),
+      rollback: dialect.session.rollback(),
+      idColumn: options.spec.id.column,
+      // A record claimed inside a service's transaction could be sent and then rolled back.
+      ownTransaction: dialect.capabilities.sharesSessionWithService ? statements.begin : undefined,
+      // The batch is the name's first records, with no gap.
+      stopsAtFirstTaken: true,
+    });
+  }
+
+  /** The claim's statements, for the start-up prepare check. */
+  get statements(): Statement[] {
+    return this.#claimer.statements;
   }
 
   /** The batch; undefined when another claim holds the name, or the claim could not begin. */
   async claim(name: string): Promise<RelayBatch | undefined> {
-    const { driver, spec, claimer, counts, leaseMs } = this.#options;
+    const { driver, spec, counts, leaseMs } = this.#options;
     const now = new Date();
     const token = leaseExpiry(now, leaseMs);
-    const rows = await claimer.claim(driver, { group: name, leaseNow: now, limit: this.#options.batchSize, lockedUntil: token });
+    const rows = await this.#claimer.claim(driver, { group: name, leaseNow: now, limit: this.#options.batchSize, lockedUntil: token });
     if (rows === undefined) return undefined;
     counts.claims += 1;
     if (rows.length === 0) {
@@ -55,7 +73,7 @@ export class RelayBatchClaimer {
     const records = rows.map((row) => recordOf(spec, row)).sort(byRecordId);
     const lease = new SharedLease({
       driver,
-      extend: this.#options.extend,
+      extend: this.#options.statements.extend,
       values: { group: name },
       rowCount: records.length,
       token,

@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../internal/backoff.js';
 import { WakeSignal } from '../internal/wake-signal.js';
 
 /** A names query that failed waits this long before the next, as a subscription's claim does. */
@@ -33,7 +34,8 @@ export class RelayLoop {
   readonly #inWork = new Map<string, Promise<void>>();
   #loop: Promise<void> | undefined;
   #isStopping = false;
-  #unseenCommitRecheckMs: number | undefined;
+  /** Rechecks made since a write whose commit nobody reports; undefined when none is due. */
+  #unseenCommitRechecks: number | undefined;
 
   constructor(options: RelayLoopOptions) {
     this.#options = options;
@@ -58,7 +60,7 @@ export class RelayLoop {
 
   /** A record was written on a connection whose commit nobody reports: look at once and again shortly after. */
   wakeAfterUnseenCommit(): void {
-    this.#unseenCommitRecheckMs = FIRST_UNSEEN_COMMIT_RECHECK_MS;
+    this.#unseenCommitRechecks = 0;
     this.#signal.wake();
   }
 
@@ -99,7 +101,7 @@ export class RelayLoop {
       if (this.#isStopping) break;
       if (started > 0 || this.#inWork.size > 0) {
         // A worker that ends wakes the loop; the poll interval only bounds the wait.
-        this.#unseenCommitRecheckMs = undefined;
+        this.#unseenCommitRechecks = undefined;
         await this.#signal.wait(pollIntervalMs);
       } else {
         await this.#signal.wait(this.#idleWaitMs());
@@ -113,10 +115,11 @@ export class RelayLoop {
   }
 
   #idleWaitMs(): number {
-    const recheckMs = this.#unseenCommitRecheckMs;
-    if (recheckMs === undefined) return this.#options.pollIntervalMs;
-    const next = recheckMs * 2;
-    this.#unseenCommitRecheckMs = next < this.#options.pollIntervalMs ? next : undefined;
+    const { pollIntervalMs } = this.#options;
+    if (this.#unseenCommitRechecks === undefined) return pollIntervalMs;
+    this.#unseenCommitRechecks += 1;
+    const recheckMs = backoffDelayMs({ initialMs: FIRST_UNSEEN_COMMIT_RECHECK_MS, maxMs: pollIntervalMs }, this.#unseenCommitRechecks);
+    if (recheckMs >= pollIntervalMs) this.#unseenCommitRechecks = undefined;
     return recheckMs;
   }
 

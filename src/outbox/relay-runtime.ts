@@ -2,6 +2,7 @@ import type { Queue } from '../definition/define-table.js';
 import type { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
+import { TestSignal } from '../internal/test-signal.js';
 import type { PublishItem } from '../publish/publish-options.js';
 
 /** What a relay needs from its broker once it started. */
@@ -48,4 +49,10 @@ export interface RelayStats extends Readonly<RelayCounts> {
   readonly namesInWork: number;
   /** Names that failed and wait their backoff before the next send. */
   readonly namesWaitingToRetry: number;
+}
+
+/** What a relay tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
+export class RelaySignals {
+  /** A batch's records were marked processed after the destination confirmed them (counted in `relayed`): how many. */
+  readonly relayed = new TestSignal<number>();
 }

@@ -1,9 +1,7 @@
 import { leaseExpiry, roundLeaseMs } from '../claim/lease-book.js';
-import { LeaseClaimer } from '../claim/lease-claimer.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { createOutboxStatements, type OutboxStatements } from '../dialect/outbox-statements.js';
 import { withTransaction } from '../driver/connection-scope.js';
-import { TestSignal } from '../internal/test-signal.js';
 import { prepareStatements } from '../driver/prepare-statements.js';
 import { bindStatement } from '../statement.js';
 import type { OutboxTable } from './define-outbox.js';
@@ -13,19 +11,13 @@ import { NameBackoffs } from './name-backoffs.js';
 import type { ResolvedRelayOptions } from './relay-options.js';
 import { RelayBatchClaimer, type RelayBatch as Batch } from './relay-batch.js';
 import { RelayLoop } from './relay-loop.js';
-import type { RelayCounts, RelayRuntime, RelayStats } from './relay-runtime.js';
+import { RelaySignals, type RelayCounts, type RelayRuntime, type RelayStats } from './relay-runtime.js';
 
 /**
  * How a send into the outbox's database ended: its transaction committed, the lease was found
  * lost, or the transaction could not begin (the service held the shared session in one of its own).
  */
 type SentWithin = DeliveryTransaction | 'leaseLost' | 'notBegun';
-
-/** What a relay tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
-export class RelaySignals {
-  /** A batch's records were marked processed after the destination confirmed them (counted in `relayed`): how many. */
-  readonly relayed = new TestSignal<number>();
-}
 
 /** Set by Relay's static block, which alone may read a relay's signals; for `testSignalsOfRelay`. */
 let signalsOfRelay: (relay: Relay) => RelaySignals;
@@ -78,10 +70,6 @@ export class Relay {
     this.#link = new DestinationLink(destination);
   }
 
-  get #label(): string {
-    return `relay of outbox "${this.outbox.label}" to ${this.destination.description}`;
-  }
-
   /** Renders and prepares every statement, so a missing table or column fails `start()` with a `SchemaError`. */
   async open(runtime: RelayRuntime): Promise<void> {
     const { dialect, driver } = runtime;
@@ -89,32 +77,22 @@ export class Relay {
     dialect.validateTable(spec);
     const columns = [spec.id.column, spec.group!.column, ...(spec.headers === undefined ? [] : [spec.headers]), spec.payload!];
     const statements = createOutboxStatements(dialect, spec, columns);
-    const claimer = new LeaseClaimer({
-      claim: statements.claim,
-      commit: dialect.session.commit(),
-      rollback: dialect.session.rollback(),
-      idColumn: spec.id.column,
-      // A record claimed inside a service's transaction could be sent and then rolled back.
-      ownTransaction: dialect.capabilities.sharesSessionWithService ? statements.begin : undefined,
-      stopsAtFirstTaken: true,
-    });
-    await prepareStatements(driver, [statements.names, ...claimer.statements, statements.finish, statements.extend], {
-      kind: 'outbox',
-      table: this.outbox.label,
-    });
-    this.#runtime = runtime;
-    this.#statements = statements;
-    this.#batches = new RelayBatchClaimer({
+    const batches = new RelayBatchClaimer({
       driver,
+      dialect,
       spec,
-      claimer,
-      extend: statements.extend,
+      statements,
       leaseMs: this.#leaseMs,
       batchSize: this.#options.batch,
       counts: this.#counts,
       onLost: (batch) => this.#leaseLost(batch, 'a renewal'),
       onRenewalError: (error, name) => runtime.onError(error, this.#detail({ name, phase: 'lease renewal' })),
     });
+    const prepared = [statements.names, ...batches.statements, statements.finish, statements.extend];
+    await prepareStatements(driver, prepared, { kind: 'outbox', table: this.outbox.label });
+    this.#runtime = runtime;
+    this.#statements = statements;
+    this.#batches = batches;
     this.#isTransactional =
       this.destination.sendWithin !== undefined && this.destination.sharesDatabaseWith?.(runtime.broker) === true;
   }
@@ -231,7 +209,7 @@ export class Relay {
   #leaseLost(batch: Batch, when: string): void {
     this.#counts.leasesLost += 1;
     this.#runtime!.onWarning(
-      `${this.#label}: the lease on ${batch.records.length} records of "${batch.name}" was lost before ${when} (a send took longer than the lease, or the process paused); another claim has them and sends them again`,
+      `relay of outbox "${this.outbox.label}" to ${this.destination.description}: the lease on ${batch.records.length} records of "${batch.name}" was lost before ${when} (a send took longer than the lease, or the process paused); another claim has them and sends them again`,
     );
   }
 

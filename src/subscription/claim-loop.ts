@@ -1,6 +1,7 @@
 import type { HeldRow } from '../claim/claim-form.js';
 import type { PoolStats } from '../driver/driver.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
+import { backoffDelayMs } from '../internal/backoff.js';
 import { nextEventLoopTurn } from '../internal/event-loop-turn.js';
 import { TestSignal } from '../internal/test-signal.js';
 import { WakeSignal } from '../internal/wake-signal.js';
@@ -113,8 +114,8 @@ export class ClaimLoop {
   #isProbing = true;
   #isWaiting = false;
   #isBackingOff = false;
-  /** The next empty wait; shorter than the poll interval while the queue was recently busy. */
-  #nextWaitMs: number;
+  /** Empty waits since a claim last took rows, which shortens them; undefined before any took rows. */
+  #emptyWaits: number | undefined;
   #isStopping = false;
   /** This loop as its pool's budget sees it. */
   readonly #member: BudgetMember;
@@ -123,7 +124,6 @@ export class ClaimLoop {
   constructor(options: ClaimLoopOptions) {
     this.#options = options;
     this.#signals = options.signals ?? new ClaimLoopSignals();
-    this.#nextWaitMs = options.pollIntervalMs;
     const connectionsHeld = () => this.connectionsHeld;
     this.#member = {
       get connectionsHeld() {
@@ -285,7 +285,7 @@ export class ClaimLoop {
       return 'empty';
     }
     this.#isProbing = false;
-    this.#nextWaitMs = Math.max(QUICK_POLL_FLOOR_MS, this.#options.pollIntervalMs / QUICK_POLL_DIVISOR);
+    this.#emptyWaits = 0;
     const units: DeliveryUnit[] = isBatch ? [rows] : rows.map((row) => [row]);
     for (const unit of units) dispatcher.offer(unit);
     this.#noteConnections();
@@ -306,8 +306,7 @@ export class ClaimLoop {
         this.#signals.waiting.emit(FAILED_CLAIM_BACKOFF_MS);
         await abortableSleep(FAILED_CLAIM_BACKOFF_MS, this.#stop.signal);
       } else {
-        const waitMs = this.#nextWaitMs;
-        this.#nextWaitMs = Math.min(this.#options.pollIntervalMs, waitMs * 2);
+        const waitMs = this.#emptyWaitMs();
         this.#signals.waiting.emit(waitMs);
         await this.#wake.wait(waitMs);
       }
@@ -316,6 +315,15 @@ export class ClaimLoop {
       this.#isBackingOff = false;
     }
     this.#pump();
+  }
+
+  /** The poll interval, or after claims took rows the quick poll, doubling with each empty wait up to the interval. */
+  #emptyWaitMs(): number {
+    const { pollIntervalMs } = this.#options;
+    if (this.#emptyWaits === undefined) return pollIntervalMs;
+    this.#emptyWaits += 1;
+    const quickPollMs = Math.max(QUICK_POLL_FLOOR_MS, pollIntervalMs / QUICK_POLL_DIVISOR);
+    return backoffDelayMs({ initialMs: quickPollMs, maxMs: pollIntervalMs }, this.#emptyWaits);
   }
 
   #noteConnections(): void {

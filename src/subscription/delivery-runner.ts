@@ -6,6 +6,7 @@ import { boundLastError, describeRetryRequested, describeThrown } from '../deliv
 import type { Message } from '../delivery/message.js';
 import { isOutcome, retryDelayProblem, type Outcome } from '../delivery/outcome.js';
 import { DeclarationError, DecodeError, LeaseLostError } from '../errors.js';
+import { backoffDelayMs } from '../internal/backoff.js';
 import { TestSignal } from '../internal/test-signal.js';
 import type { SettledOutcome } from '../observability/broker-metrics.js';
 import type { SubscriptionObserver } from '../observability/subscription-observer.js';
@@ -317,8 +318,7 @@ export class DeliveryRunner {
 
   /** Exponential from `initialMs`, capped, with up to a quarter of jitter so retries spread. */
   #backoffMs(attempt: number): number {
-    const { initialMs, maxMs } = this.#options.options.retryBackoff;
-    const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 30));
+    const base = backoffDelayMs(this.#options.options.retryBackoff, attempt);
     return Math.round(base * (0.75 + Math.random() * 0.25));
   }
 

@@ -1,3 +1,4 @@
+import { fnv1a32 } from '../internal/fnv1a.js';
 import type { DeliveryUnit, Dispatcher, RunUnit } from './dispatcher.js';
 
 /**
@@ -48,14 +49,14 @@ export class KeyLanes implements Dispatcher {
     }
   }
 
-  /** The lane of a key: a stable hash of its UTF-8 bytes; keyless rows take the lanes in turn. */
+  /** The lane of a key: FNV-1a of its UTF-8 bytes, the same in every process and run; keyless rows take the lanes in turn. */
   laneOf(key: string | null): number {
     if (key === null) {
       const lane = this.#nextKeylessLane;
       this.#nextKeylessLane = (lane + 1) % this.capacity;
       return lane;
     }
-    return stableHash(key) % this.capacity;
+    return fnv1a32(key) % this.capacity;
   }
 
   takeWaiting(): DeliveryUnit[] {
@@ -82,17 +83,4 @@ export class KeyLanes implements Dispatcher {
     });
     this.#running.add(running);
   }
-}
-
-/**
- * 32-bit FNV-1a over the key's UTF-8 bytes: the same lane for the same key in every process and
- * every run, which a per-process random seed (as in Map hashing) would not give.
- */
-export function stableHash(key: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(key, 'utf8')) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
 }

@@ -1,9 +1,7 @@
-import { AdvisoryForm } from '../claim/advisory-form.js';
 import type { ClaimForm, HeldRow } from '../claim/claim-form.js';
+import { createClaimForm } from '../claim/create-claim-form.js';
 import type { FormContext } from '../claim/form-context.js';
-import { LeaseForm } from '../claim/lease-form.js';
 import { roundLeaseMs } from '../claim/lease-book.js';
-import { RowLockForm } from '../claim/row-lock-form.js';
 import type { Queue } from '../definition/define-table.js';
 import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
@@ -146,7 +144,7 @@ export class Subscription {
     }
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
-    const { transactional } = this.#options;
+    const { transactional, workers, batch, isKeyed } = this.#options;
     const budget = poolBudgetFor(driver.poolIdentity, () => driver.stats());
     const context: FormContext = {
       driver,
@@ -157,22 +155,18 @@ export class Subscription {
       deadLetter,
       subscription: this.name,
       transactional,
+      keyed: isKeyed,
       hasRoomForConnection: () => budget.held < budget.limit,
     };
     const leaseMs = roundLeaseMs(this.#options.leaseMs);
-    const form =
-      spec.form === 'lease'
-        ? new LeaseForm(context, {
-            leaseMs,
-            settlementWindowMs: this.#options.coalesceSettlements ? this.#options.settlementWindowMs : undefined,
-            onRenewed: () => (this.#leaseRenewals += 1),
-            onLost: () => (this.#leasesLost += 1),
-            onError: (error) => runtime.onError(error, { subscription: this.name, phase: 'lease renewal' }),
-            keeper: { clock: this.testHooks.clock, signals: this.testHooks.keeper },
-          })
-        : spec.form === 'advisory'
-          ? new AdvisoryForm(context)
-          : new RowLockForm(context);
+    const form = createClaimForm(context, {
+      leaseMs,
+      settlementWindowMs: this.#options.coalesceSettlements ? this.#options.settlementWindowMs : undefined,
+      onRenewed: () => (this.#leaseRenewals += 1),
+      onLost: () => (this.#leasesLost += 1),
+      onError: (error) => runtime.onError(error, { subscription: this.name, phase: 'lease renewal' }),
+      keeper: { clock: this.testHooks.clock, signals: this.testHooks.keeper },
+    });
     this.#form = form;
     try {
       await prepareStatements(runtime.driver, form.statements, { kind: 'table', table: this.queue.table.spec.qualifiedName });
@@ -180,20 +174,7 @@ export class Subscription {
       form.close();
       throw error;
     }
-    const isSingleClaim =
-      dialect.capabilities.hasSingleWriter ||
-      spec.group?.fifo === true ||
-      spec.partitionKey !== undefined ||
-      (spec.form === 'lease' && dialect.capabilities.leaseClaimLocksRows);
-    const { workers, batch, isKeyed } = this.#options;
-    // WP-8: on SQLite one lease claim takes a row for every worker, so claims do not meet the
-    // workers' settlements at the write lock on every delivery. Other lease tables that claim
-    // one at a time (MySQL/MariaDB, partition keys) do the same: with one claim in flight and
-    // one row per claim, MariaDB drained 187 msg/s at 16 workers against 622 for a raw loop of
-    // concurrent claims. Rows beyond the idle workers wait leased (WP-9).
-    // A transactional delivery holds its connection, so a lease claim takes one row, not one per worker.
-    const claimsForEveryWorker = spec.form === 'lease' && isSingleClaim && !transactional;
-    const rowsPerClaim = batch ?? (claimsForEveryWorker ? workers : 1);
+    const rowsPerClaim = batch ?? form.rowsPerClaim(workers);
     const invoke = await this.#openInvoker(runtime);
     const observer = runtime.observability.forSubscription(this.queue, () => this.stats());
     this.#runner = new DeliveryRunner({
@@ -206,10 +187,7 @@ export class Subscription {
       observer,
       onError: (error, detail) => runtime.onError(error, detail),
       onWarning: runtime.onWarning,
-      // Order promises need the settlement first: the next head of a FIFO group, and the next
-      // row of a key, must not start before the row ahead of it is settled.
-      isDoneAtHandover:
-        form instanceof LeaseForm && this.#options.coalesceSettlements && !transactional && spec.group?.fifo !== true && !isKeyed,
+      isDoneAtHandover: form.isDoneAtHandover,
       onSettled: () => this.#loop?.onWorkerIdle(),
       signals: this.testHooks.runner,
     });
@@ -225,8 +203,8 @@ export class Subscription {
     this.#loop = new ClaimLoop({
       dispatcher: this.#dispatcher,
       holdsConnection: form.holdsConnection,
-      connectionsInWork: form instanceof AdvisoryForm ? () => form.connectionsInWork : undefined,
-      isSingleClaim,
+      connectionsInWork: form.connectionsInWork?.bind(form),
+      isSingleClaim: form.claimsOneAtATime,
       rowsPerClaim,
       prefetchRows: this.#options.prefetch,
       isBatch: batch !== undefined,

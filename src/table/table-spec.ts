@@ -63,26 +63,8 @@ export interface TableDeclaration {
   clock?: ClockName;
 }
 
-const DECLARATION_KEYS: ReadonlySet<string> = new Set([
-  'table',
-  'schema',
-  'id',
-  'group',
-  'priority',
-  'partitionKey',
-  'retryAfter',
-  'attempt',
-  'processedAt',
-  'lockedUntil',
-  'advisoryLock',
-  'headers',
-  'payload',
-  'isolation',
-  'sqliteBegin',
-  'clock',
-]);
-
-const COLUMN_ROLES = [
+/** The roles a declared column can play besides the id and the group, in the order statements list them. */
+export const COLUMN_ROLES = [
   'priority',
   'partitionKey',
   'retryAfter',
@@ -92,6 +74,18 @@ const COLUMN_ROLES = [
   'headers',
   'payload',
 ] as const;
+
+const DECLARATION_KEYS: ReadonlySet<string> = new Set([
+  'table',
+  'schema',
+  'id',
+  'group',
+  ...COLUMN_ROLES,
+  'advisoryLock',
+  'isolation',
+  'sqliteBegin',
+  'clock',
+]);
 
 /** Validates a declaration and returns the table spec; every problem is a `DeclarationError`. */
 export function createTableSpec(declaration: TableDeclaration): TableSpec {

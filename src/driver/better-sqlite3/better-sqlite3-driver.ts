@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ClosedError, ConnectionError, DeclarationError, StatementError } from '../../errors.js';
 import type { BoundStatement } from '../../statement.js';
+import { backoffDelayMs, type Backoff } from '../../internal/backoff.js';
 import { loadClientLibrary } from '../client-library.js';
 import { ConnectionLoan, LEAVE_TO_OWNER, type LoanEnding } from '../connection-loan.js';
 import type { SqliteUrl } from '../database-url.js';
@@ -20,8 +21,7 @@ export type BetterSqlite3DriverOptions = { readonly url: SqliteUrl } | { readonl
 const DATABASE: DatabaseKind = 'sqlite';
 /** Prepared statements kept per handle; the queue's statements are a few dozen texts. */
 const MAX_CACHED_STATEMENTS = 500;
-const BUSY_FIRST_DELAY_MS = 1;
-const BUSY_MAX_DELAY_MS = 50;
+const BUSY_BACKOFF: Backoff = Object.freeze({ initialMs: 1, maxMs: 50 });
 const BUSY_GIVE_UP_MS = 30_000;
 
 /**
@@ -330,15 +330,13 @@ function runStatement(statement: BetterSqlite3StatementLike, values: readonly un
  */
 async function runWhileBusy<T>(attempt: () => T, isAbandoned: () => boolean): Promise<T> {
   const startedAt = Date.now();
-  let delayMs = BUSY_FIRST_DELAY_MS;
-  for (;;) {
+  for (let retry = 1; ; retry += 1) {
     try {
       return attempt();
     } catch (error) {
       if (!isBusy(error) || Date.now() - startedAt >= BUSY_GIVE_UP_MS) throw error;
     }
-    await delay(delayMs);
-    delayMs = Math.min(delayMs * 2, BUSY_MAX_DELAY_MS);
+    await delay(backoffDelayMs(BUSY_BACKOFF, retry));
     if (isAbandoned()) throw new Error('the connection was released while its statement waited for a lock');
   }
 }
