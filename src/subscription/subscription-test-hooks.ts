@@ -15,7 +15,11 @@ export class SubscriptionTestHooks {
   readonly runner = new DeliveryRunnerSignals();
   /** Emitted by the lease form's keeper only. */
   readonly keeper = new LeaseKeeperSignals();
-  /** Lease tokens, the claim's "now" and the renewals' timer (lease form); due times and backoffs keep the host's. */
+  /**
+   * The claims' "now" (which rows are due, which leases ran out, the tokens a lease claim writes)
+   * and the lease renewals' timer and tokens. The times settlements and publishes write (a
+   * retry's due time, a delayed publish's) stay the host's.
+   */
   clock: Clock = systemClock;
 
   /** Every signal, for a wait on state that changes only where one of them is emitted (`untilSignalled`). */
