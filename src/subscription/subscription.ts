@@ -246,6 +246,10 @@ export class Subscription {
           // cancel first, then hand the rows back.
           await this.#cancelStatements();
           await this.#runner?.abandonAll();
+          // Handlers whose statements were cancelled settle now; their settlements run on
+          // connections the broker destroys once every subscription has stopped, so wait for them
+          // (bounded: a handler that ignores both the abort and the cancel is left behind).
+          await settlesWithin(drained, STOP_ABANDON_GRACE_MS);
         }
       }
     }
