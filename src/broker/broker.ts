@@ -217,6 +217,11 @@ export class Broker extends EventEmitter<BrokerEvents> {
         notify: listen?.statements,
         onNotifyError: (error, detail) => this.#reportError(error, detail),
       });
+      // Subscriptions that give up on their handlers at the same stop share one cancel: one
+      // session of its own, not one per subscription, cancels what runs on the broker's connections.
+      let cancelling: Promise<void> | undefined;
+      const cancelStatements = (): Promise<void> =>
+        (cancelling ??= driver.cancelRunning().finally(() => (cancelling = undefined)));
       for (const subscription of this.#subscriptions.values()) {
         await subscription.open({
           driver,
@@ -225,7 +230,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           onWarning: (message) => this.#reportWarning(message),
           createContext: () => this.#handlerContext(driver),
           openThreads: (request) => this.#openThreads(request),
-          cancelStatements: () => driver.cancelRunning(),
+          cancelStatements,
           observability: this.#observability,
         });
       }

@@ -56,7 +56,8 @@ export class PoolGate {
 
   /** Work that could enter now without waiting. */
   get availableForWork(): number {
-    const waitingWork = this.#waiters.filter((waiter) => waiter.purpose === 'work').length;
+    // Read before every parallel claim: count the line only when there is one.
+    const waitingWork = this.#waiters.length === 0 ? 0 : this.#waiters.filter((waiter) => waiter.purpose === 'work').length;
     return Math.max(0, this.#size() - this.reservedForRenewals - this.#lent - waitingWork);
   }
 

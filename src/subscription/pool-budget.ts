@@ -59,6 +59,12 @@ export class PoolBudget {
    */
   mayTake(member: BudgetMember): boolean {
     const free = this.limit - this.held;
+    // Nobody in line, as on every claim of a pool with room: no line to order.
+    if (this.#waiting.length === 0) {
+      if (free > 0) return true;
+      this.#waiting.push(member);
+      return false;
+    }
     const place = this.#waiting.indexOf(member);
     const ahead = this.#waiting.filter((other, index) => other !== member && this.#isBefore(other, index, member, place)).length;
     if (free > ahead) {
@@ -77,6 +83,8 @@ export class PoolBudget {
 
   /** A member's connections came back: the members in line take them, the one holding fewest first. */
   released(): void {
+    // Called at the end of every delivery and claim: nothing to do unless someone waits.
+    if (this.#waiting.length === 0) return;
     const line = this.#waiting
       .map((member, index) => ({ member, index, held: member.connectionsHeld }))
       .sort((a, b) => a.held - b.held || a.index - b.index);
