@@ -38,6 +38,7 @@ export type { OutboxDestination, OutboxRecord, RelayTransaction } from './outbox
 export { queueDestination } from './outbox/queue-destination.js';
 export type { QueueDestinationOptions, QueuePublisher } from './outbox/queue-destination.js';
 export { DedupeTable, defineDedupeTable } from './outbox/dedupe.js';
+export { createSchedulesTableSql } from './schedule/schedules-table.js';
 export type { DedupeDeclaration } from './outbox/dedupe.js';
 export { openQueueInspector } from './admin/open-queue-inspector.js';
 export type { InspectorColumnNames, QueueInspectorOptions, RequeueProgress, TableQueueInspector } from './admin/open-queue-inspector.js';
