@@ -2,6 +2,8 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
 import { DEFAULT_ACQUIRE_TIMEOUT_MS } from '../driver/pool-gate.js';
 import { MAX_LEASE_MS, positiveMilliseconds } from '../option-checks.js';
+import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
+import { parseQualifiedName } from '../table/identifier.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -51,6 +53,11 @@ export interface BrokerOptions {
    * table every `intervalMs`, deleted on stop, for `tablequeue dashboard`. The table is created if missing.
    */
   heartbeat?: HeartbeatOptions;
+  /**
+   * Where `schedule(...)` keeps each schedule's last fired tick: `name` or `schema.name`, created
+   * if missing at start when the broker has schedules. Default `tablequeue_schedules`.
+   */
+  schedulesTable?: string;
 }
 
 export interface ResolvedBrokerOptions {
@@ -66,6 +73,7 @@ export interface ResolvedBrokerOptions {
   /** Undefined: the default, decided at start by the database. */
   readonly listen: boolean | undefined;
   readonly heartbeat: ResolvedHeartbeatOptions | undefined;
+  readonly schedulesTable: string;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -86,6 +94,7 @@ const OPTION_KEYS = new Set([
   'maxPayloadBytes',
   'listen',
   'heartbeat',
+  'schedulesTable',
 ]);
 
 /** The error goes last, where the console prints its stack (and cause) below the line and the other fields. */
@@ -119,6 +128,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
   if (connectionLimit !== undefined && (!Number.isInteger(connectionLimit) || connectionLimit < 1)) {
     throw new DeclarationError(`new Broker: connectionLimit must be a whole number of at least 1, got ${String(connectionLimit)}`);
   }
+  if (options.schedulesTable !== undefined) parseQualifiedName(options.schedulesTable, `${WHERE}: schedulesTable`);
   if (options.listen !== undefined && typeof options.listen !== 'boolean') {
     throw new DeclarationError(`new Broker: listen must be true or false, got ${String(options.listen)}`);
   }
@@ -134,6 +144,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
     listen: options.listen,
     heartbeat: resolveHeartbeatOptions(options.heartbeat),
+    schedulesTable: options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE,
   });
 }
 

@@ -43,6 +43,8 @@ import { Outbox } from '../outbox/outbox.js';
 import { Relay } from '../outbox/relay.js';
 import type { RelayStats } from '../outbox/relay-runtime.js';
 import { resolveRelayOptions, type RelayOptions } from '../outbox/relay-options.js';
+import { resolveScheduleDeclaration, type ScheduleDeclaration, type ScheduleOptions } from '../schedule/schedule-options.js';
+import { Scheduler, type ScheduleStats, type SchedulerTestHooks } from '../schedule/scheduler.js';
 
 /**
  * How long `stop()` waits for the pool to close after every connection it lent was destroyed;
@@ -57,6 +59,8 @@ export interface BrokerStats {
   readonly listener: ListenerStats | undefined;
   /** One per `relay(...)`, in declaration order. */
   readonly relays: RelayStats[];
+  /** One per `schedule(...)`, in declaration order. */
+  readonly schedules: ScheduleStats[];
 }
 
 /** What wake-ups across processes need from the dialect and the driver. */
@@ -75,6 +79,8 @@ type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 /** Set by Broker's static block, which alone may read a broker's subscriptions; for `testHooksOf`. */
 let subscriptionOf: (broker: Broker, queue: Queue<unknown>) => Subscription | undefined;
+/** Set by Broker's static block too; for `scheduleTestHooksOf`. */
+let schedulerOf: (broker: Broker) => Scheduler | undefined;
 
 /**
  * Publishes rows into queue tables and runs subscriptions over them.
@@ -94,6 +100,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
   #stopping: Promise<void> | undefined;
   readonly #relays: Relay[] = [];
   readonly #dedupeGates: DedupeGate[] = [];
+  readonly #schedules: ScheduleDeclaration[] = [];
+  #scheduler: Scheduler | undefined;
   readonly #observability = new Observability({ poolStats: () => this.#driver?.stats() });
 
   constructor(options: BrokerOptions) {
@@ -259,6 +267,19 @@ export class Broker extends EventEmitter<BrokerEvents> {
       });
       await listener?.open();
       this.#listener = listener;
+      if (this.#scheduler !== undefined) {
+        const observability = this.#observability;
+        await this.#scheduler.open({
+          driver,
+          dialect,
+          table: this.#options.schedulesTable,
+          publishManyWithin: (queue, items, transaction) =>
+            observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, { tx: transaction })),
+          onError: (error, detail) => this.#reportError(error, detail),
+          onWarning: (message) => this.#reportWarning(message),
+          onCounted: (schedule, counts) => observability.scheduleCounted(schedule, counts),
+        });
+      }
       const heartbeat = this.#options.heartbeat;
       if (heartbeat !== undefined) {
         this.#heartbeat = await Heartbeat.start({
@@ -283,6 +304,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
     this.#state = 'running';
     for (const subscription of this.#subscriptions.values()) subscription.start();
     for (const relay of this.#relays) relay.start();
+    this.#scheduler?.start();
   }
 
   /**
@@ -375,18 +397,41 @@ export class Broker extends EventEmitter<BrokerEvents> {
     return relay;
   }
 
+  /**
+   * Fires a message into `queue` at every tick of `options.cron`, exactly once per tick across
+   * every broker that declares the schedule (see README, "Recurring schedules"). Declare
+   * schedules before `start()`; the queue's table needs a headers column, since each message
+   * carries its tick's instant in the `tablequeue-scheduled-at` header (`SCHEDULED_AT_HEADER`).
+   */
+  schedule<Payload>(name: string, queue: Queue<Payload>, options: ScheduleOptions<Payload>): void {
+    if (!(queue instanceof QueueClass)) {
+      throw new DeclarationError(`schedule ${JSON.stringify(name)} needs a queue: table.queue("name") of a table from defineTable`);
+    }
+    if (this.#state !== 'new') {
+      throw new DeclarationError(`schedule ${JSON.stringify(name)}: declare schedules before broker.start()`);
+    }
+    const declaration = resolveScheduleDeclaration(name, queue as Queue<unknown>, options, { maxPayloadBytes: this.#options.maxPayloadBytes });
+    if (this.#schedules.some((declared) => declared.name === declaration.name)) {
+      throw new DeclarationError(`schedule "${declaration.name}" is already declared on this broker; give each schedule its own name`);
+    }
+    this.#schedules.push(declaration);
+    this.#scheduler = new Scheduler(this.#schedules);
+  }
+
   stats(): BrokerStats {
     return {
       pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0, reservedForRenewals: 0 },
       subscriptions: [...this.#subscriptions.values()].map((subscription) => subscription.stats()),
       listener: this.#listener?.stats(),
       relays: this.#relays.map((relay) => relay.stats()),
+      schedules: this.#scheduler?.stats() ?? [],
     };
   }
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#state = 'stopping';
     await Promise.allSettled([
+      this.#scheduler?.stop(),
       this.#listener?.close(),
       ...[...this.#subscriptions.values()].map((subscription) => subscription.stop(timeoutMs)),
       ...this.#relays.map((relay) => relay.stop(timeoutMs)),
@@ -504,6 +549,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
 
   static {
     subscriptionOf = (broker, queue) => broker.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group));
+    schedulerOf = (broker) => broker.#scheduler;
   }
 }
 
@@ -516,6 +562,16 @@ export function testHooksOf(broker: Broker, queue: Queue<unknown>): Subscription
   const subscription = subscriptionOf(broker, queue);
   if (subscription === undefined) throw new Error(`this broker has no subscription of "${queue.label}"`);
   return subscription.testHooks;
+}
+
+/**
+ * For tests, and not exported from the package: the clock and test signals of the broker's
+ * schedules (see schedule/scheduler.ts). Set the clock after the last `schedule()` and before `start()`.
+ */
+export function scheduleTestHooksOf(broker: Broker): SchedulerTestHooks {
+  const scheduler = schedulerOf(broker);
+  if (scheduler === undefined) throw new Error('this broker has no schedules');
+  return scheduler.testHooks;
 }
 
 function subscriptionKey(spec: TableSpec, group: string | undefined): string {

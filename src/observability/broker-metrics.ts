@@ -85,6 +85,8 @@ export class BrokerMetrics {
   readonly #copied: Record<CopiedCount, MetricFamily<Counter>>;
   readonly #inWork: MetricFamily<Gauge>;
   readonly #subscriptionConnections: MetricFamily<Gauge>;
+  readonly #scheduleFires: MetricFamily<Counter>;
+  readonly #scheduleMissed: MetricFamily<Counter>;
 
   constructor(poolStats: () => PoolStats | undefined) {
     const registry = this.#registry;
@@ -123,6 +125,16 @@ export class BrokerMetrics {
       help: 'Connections the subscription holds now: claims running and deliveries that hold one.',
       labelNames: LABELS,
     });
+    this.#scheduleFires = counter(
+      'tablequeue_schedule_fires_total',
+      'Ticks of a schedule this broker fired: each wrote its message in the transaction that advanced the schedule.',
+      ['schedule'],
+    );
+    this.#scheduleMissed = counter(
+      'tablequeue_schedule_missed_total',
+      "Ticks of a schedule this broker passed over without a message, by the schedule's missed policy (no replica ran in time).",
+      ['schedule'],
+    );
     const gauge = (name: string, help: string) => registry.gauge({ name, help }).labels();
     const pool = {
       size: gauge('tablequeue_pool_size_connections', 'The most connections the pool opens.'),
@@ -172,6 +184,12 @@ export class BrokerMetrics {
       publishToHandlerSeconds: this.#publishToHandlerSeconds.labels(...values),
       settled,
     });
+  }
+
+  /** Counts a schedule's firing; a firing of nothing still creates the series, so both show from the start. */
+  countSchedule(schedule: string, counts: { fired: number; missed: number }): void {
+    this.#scheduleFires.labels(schedule).inc(counts.fired);
+    this.#scheduleMissed.labels(schedule).inc(counts.missed);
   }
 
   render(): string {

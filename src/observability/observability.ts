@@ -100,6 +100,11 @@ export class Observability {
     this.#metrics.countPublished(queue, count);
     return count;
   }
+
+  /** A schedule's firing committed: the ticks it wrote messages for, and those it counted missed. */
+  scheduleCounted(schedule: string, counts: { fired: number; missed: number }): void {
+    this.#metrics.countSchedule(schedule, counts);
+  }
 }
 
 /**
