@@ -22,6 +22,7 @@ import { keyedReplicasSuite, partitioningSuite } from './suites/partitioning.sui
 import { processSuite } from './suites/process.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
 import { rowModeSuite } from './suites/row-mode.suite.js';
+import { schedulesSuite } from './suites/schedules.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { renewalConnectionSuite, sharedPoolSuite } from './suites/shared-pool.suite.js';
@@ -79,6 +80,7 @@ export function runConformance(stand: Stand): Promise<void> {
       coalescingSuite(context);
       hostileInputSuite(context);
       inputLimitsSuite(context);
+      schedulesSuite(context);
       textCollationSuite(context);
       metricsSuite(context);
       tracingSuite(context);
