@@ -16,6 +16,8 @@ export const INIT_FLAGS = {
   'no-group': { type: 'boolean' },
   'row-mode': { type: 'boolean' },
   'if-not-exists': { type: 'boolean' },
+  schedules: { type: 'boolean' },
+  'schedules-table': { type: 'string' },
   print: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -57,6 +59,13 @@ export const DASHBOARD_FLAGS = {
   'refresh-ms': { type: 'string' },
 } as const;
 
+export const SCHEDULES_FLAGS = {
+  ...DATABASE_FLAGS,
+  'schedules-table': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export const DEMO_FLAGS = {
   file: { type: 'string' },
   messages: { type: 'string' },
@@ -72,5 +81,6 @@ export const COMMAND_FLAGS = {
   requeue: REQUEUE_FLAGS,
   purge: PURGE_FLAGS,
   dashboard: DASHBOARD_FLAGS,
+  schedules: SCHEDULES_FLAGS,
   demo: DEMO_FLAGS,
 } as const;

@@ -10,12 +10,15 @@ import { parseDatabaseUrl } from '../driver/database-url.js';
 import { bindStatement } from '../statement.js';
 import { SchemaError, StatementError } from '../errors.js';
 import { roleColumns, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
+import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
+import { createSchedulesTableSql } from '../schedule/schedules-table.js';
 import { INIT_FLAGS } from './command-flags.js';
 import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
 import { UsageError } from './usage-error.js';
 import { writeLine, type CliIo } from './cli-io.js';
 
 const INIT_USAGE = `usage: tablequeue init --database URL --table NAME [options]
+       tablequeue init --database URL --schedules [--schedules-table NAME] [--print]
 
 Creates a queue table and its claim-order index. The default layout has an id, a queue (group)
 column, retry_after, attempt, headers and payload; with --lease it is the README Quickstart's.
@@ -33,6 +36,9 @@ ${DATABASE_FLAGS_HELP}
   --row-mode                no payload column: handlers receive the row
   --if-not-exists           leave a table of that name as it is (exit 0); without it an existing
                             table is an error (exit 1) and nothing changes
+  --schedules               create the schedules table of broker.schedule instead (if it does not
+                            exist; a broker with schedules also creates it at start)
+  --schedules-table NAME    its name (default ${DEFAULT_SCHEDULES_TABLE}, the brokers' schedulesTable)
   --print                   print the SQL instead of running it (needs only the URL's scheme:
                             mysql:// prints MySQL's spelling, mariadb:// MariaDB's)
   -h, --help                this help`;
@@ -74,6 +80,8 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
     return 0;
   }
   const database = databaseUrlOf('init', values, INIT_USAGE, io.env);
+  if (values.schedules === true) return initSchedulesTable(database, values, io);
+  if (values['schedules-table'] !== undefined) throw new UsageError('--schedules-table names the table --schedules creates; add --schedules');
   if (values.table === undefined) throw new UsageError(`init needs --table\n\n${INIT_USAGE}`);
   const declaration = initDeclaration({ ...values, table: values.table });
   const table = defineTable(declaration);
@@ -114,6 +122,40 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
     await driver.close();
   }
 }
+
+/**
+ * `init --schedules`: the schedules table, created if missing (its DDL says IF NOT EXISTS), on
+ * the server's own flavour; no queue table flags apply.
+ */
+async function initSchedulesTable(database: string, values: InitSchedulesFlags, io: CliIo): Promise<number> {
+  const layoutFlags = LAYOUT_FLAG_NAMES.filter((name) => values[name] !== undefined);
+  if (layoutFlags.length > 0) {
+    throw new UsageError(`--schedules creates the schedules table only; drop ${layoutFlags.map((name) => `--${name}`).join(', ')}`);
+  }
+  const table = values['schedules-table'] ?? DEFAULT_SCHEDULES_TABLE;
+  if (values.print) {
+    writeLine(io.stdout, `${createSchedulesTableSql(ddlDialectOf(database), table)};`);
+    return 0;
+  }
+  const driver = createDriver(database);
+  await driver.open();
+  try {
+    const ddlDialect = await ddlDialectOfServer(driver, await openDialect(driver));
+    await driver.execute({ name: 'init.createSchedulesTable', sql: createSchedulesTableSql(ddlDialect, table), values: [] });
+    writeLine(io.stdout, `created ${table} if it did not exist`);
+    return 0;
+  } finally {
+    await driver.close();
+  }
+}
+
+/** The queue table's flags, which `--schedules` refuses. */
+const LAYOUT_FLAG_NAMES = ['table', 'schema', 'lease', 'mark', 'priority', 'fifo', 'partition-key', 'no-group', 'row-mode', 'if-not-exists'] as const;
+
+type InitSchedulesFlags = Partial<Record<(typeof LAYOUT_FLAG_NAMES)[number], unknown>> & {
+  readonly 'schedules-table'?: string | undefined;
+  readonly print?: boolean | undefined;
+};
 
 /** The table's columns when it exists; undefined when it cannot be read (a create then says why). */
 async function existingColumns(driver: Driver, dialect: Dialect, spec: TableSpec): Promise<readonly string[] | undefined> {

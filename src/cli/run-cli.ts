@@ -6,6 +6,7 @@ import { runInitCommand } from './init-command.js';
 import { runPeekCommand } from './peek-command.js';
 import { runPurgeCommand } from './purge-command.js';
 import { runRequeueCommand } from './requeue-command.js';
+import { runSchedulesCommand } from './schedules-command.js';
 import { runStatsCommand } from './stats-command.js';
 import { printableLines } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
@@ -19,6 +20,7 @@ commands:
   requeue     move dead letters back to their queue, by id or all, in one transaction
   purge       delete the rows of a table or of one group (asks for --yes)
   dashboard   serve a web page of the queues, throughput, dead letters and brokers
+  schedules   the recurring schedules: queue, cron, zone, last and next tick, fired and missed
   demo        publish 20,000 messages into an SQLite queue file and drain them with several workers
 
 run "tablequeue <command> --help" for a command's options; a command that opens a database
@@ -36,6 +38,7 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   requeue: runRequeueCommand,
   purge: runPurgeCommand,
   dashboard: runDashboardCommand,
+  schedules: runSchedulesCommand,
   demo: runDemoCommand,
 };
 
