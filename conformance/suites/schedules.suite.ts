@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { scheduleTestHooksOf } from '../../src/broker/broker.js';
+import { runCliHere } from '../../src/cli/run-cli.fixture.js';
+import type { SchedulesBody } from '../../src/dashboard/dashboard-api.js';
+import { openDashboard } from '../../src/dashboard/dashboard.js';
 import { decodeHeaders } from '../../src/delivery/codec.js';
 import { untilSignalled } from '../../src/internal/test-signal.js';
 import { SCHEDULED_AT_HEADER, type Broker } from '../../src/index.js';
@@ -54,6 +57,43 @@ export function schedulesSuite(context: SuiteContext): void {
       expect(await scheduleRow(context.db)).toEqual({ fired: ticks.length, missed: 0 });
       const [payload] = await context.db.query<{ payload: unknown }>('SELECT payload FROM jobs');
       expect(JSON.parse(Buffer.from(payload!.payload as Uint8Array).toString())).toEqual({ job: 'sweep' });
+    });
+
+    it('the dashboard and tablequeue schedules show what the schedules table holds', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers, { schedulesTable: 'tq_schedules' });
+      broker.schedule('every-second', table.queue('ticks'), { cron: EVERY_SECOND });
+      broker.schedule('nightly', table.queue('reports'), { cron: '0 3 * * *', timezone: 'Europe/Berlin' });
+      const committed = scheduleTestHooksOf(broker).committed;
+      await broker.start();
+      const { plan } = await committed.next({ what: 'a tick fired', matches: (value) => value.schedule === 'every-second' });
+      await broker.stop();
+
+      const driver = await context.db.openDriver({ poolSize: 4 });
+      const open = (schedulesTable: string) => openDashboard({ database: driver, tables: ['jobs'], schedulesTable, port: 0, refreshMs: 600_000 });
+      const [dashboard, withoutTable] = [await open('tq_schedules'), await open('no_such_schedules')];
+      try {
+        const schedulesOf = async (url: string) => (await (await fetch(`${url}api/schedules`)).json()) as SchedulesBody;
+        const shown = await schedulesOf(dashboard.url);
+        expect(shown.problem).toBeNull();
+        expect(shown.schedules.map((schedule) => schedule.name)).toEqual(['every-second', 'nightly']);
+        expect(shown.schedules[0]).toMatchObject({ queue: 'jobs/ticks', cron: EVERY_SECOND, timeZone: 'UTC', missedCount: 0 });
+        // The first tick fired, or one fired after it before the broker stopped.
+        expect(Date.parse(shown.schedules[0]!.lastTickAt!)).toBeGreaterThanOrEqual(plan.advanceTo.getTime());
+        expect(shown.schedules[0]!.firedCount).toBeGreaterThanOrEqual(1);
+        expect(shown.schedules[1]).toMatchObject({ queue: 'jobs/reports', cron: '0 3 * * *', timeZone: 'Europe/Berlin', firedCount: 0 });
+        expect(Date.parse(shown.schedules[1]!.nextTickAt!)).toBeGreaterThan(Date.now());
+        expect((await schedulesOf(withoutTable.url)).problem).toMatch(/^schedules table "no_such_schedules" cannot be read/);
+      } finally {
+        await dashboard.close();
+        await withoutTable.close();
+        await driver.close();
+      }
+      if (context.db.url === undefined) return;
+      const listed = await runCliHere(['schedules', '--database', context.db.url, '--schedules-table', 'tq_schedules', '--json']);
+      expect(listed.code).toBe(0);
+      expect((JSON.parse(listed.stdout) as { name: string }[]).map((schedule) => schedule.name)).toEqual(['every-second', 'nightly']);
     });
 
     describe.skipIf(!stand.capabilities.supportsProcesses)('across processes', () => {

@@ -52,6 +52,7 @@ export const DASHBOARD_FLAGS = {
   ...INSPECTOR_FLAGS,
   table: { type: 'string', multiple: true },
   'heartbeat-table': { type: 'string' },
+  'schedules-table': { type: 'string' },
   'allow-actions': { type: 'boolean' },
   port: { type: 'string' },
   host: { type: 'string' },

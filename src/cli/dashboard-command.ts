@@ -6,6 +6,7 @@ import {
   openDashboard,
 } from '../dashboard/dashboard.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
+import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { checkAllowedHosts } from '../internal/host-allow-list.js';
 import { DASHBOARD_FLAGS } from './command-flags.js';
 import { DATABASE_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
@@ -27,6 +28,7 @@ ${DATABASE_FLAGS_HELP}
   --column ROLE=NAME        a column named otherwise than by tablequeue init (repeatable), as in
                             tablequeue stats --help
   --heartbeat-table NAME    where brokers report (default ${DEFAULT_HEARTBEAT_TABLE})
+  --schedules-table NAME    where brokers keep their schedules, shown when it exists (default ${DEFAULT_SCHEDULES_TABLE})
   --allow-actions           let the page requeue dead letters (otherwise POST answers 403)
   --port N                  default ${DEFAULT_DASHBOARD_PORT}; 0 picks a free port
   --host ADDRESS            default ${DEFAULT_DASHBOARD_HOST}: only this machine can open the page;
@@ -67,6 +69,7 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
     ...(deadLetter === undefined ? {} : { deadLetter }),
     ...(columns === undefined ? {} : { columns }),
     ...(values['heartbeat-table'] === undefined ? {} : { heartbeatTable: values['heartbeat-table'] }),
+    ...(values['schedules-table'] === undefined ? {} : { schedulesTable: values['schedules-table'] }),
     allowActions: values['allow-actions'] ?? false,
     host: values.host ?? DEFAULT_DASHBOARD_HOST,
     allowedHosts,

@@ -11,6 +11,7 @@ export interface DashboardConfig {
   readonly refreshMs: number;
   readonly tables: readonly string[];
   readonly heartbeatTable: string;
+  readonly schedulesTable: string;
   /** For the page's header: `postgres at 127.0.0.1:5432`. */
   readonly database: string;
 }
@@ -109,6 +110,29 @@ export interface BrokerView {
   readonly startedMsAgo: number;
   /** The broker's `stats().subscriptions` as it wrote them, any version: the page checks each before showing it. */
   readonly subscriptions: readonly unknown[];
+}
+
+/** `GET /api/schedules`: the schedules table as the page reads it (the listing's `ScheduleList`). */
+export interface SchedulesBody {
+  readonly table: string;
+  readonly schedules: readonly ScheduleView[];
+  /** Why the table could not be read (none until a broker with schedules starts): the page then hides the section. */
+  readonly problem: string | null;
+}
+
+export interface ScheduleView {
+  readonly name: string;
+  /** `table/group`. */
+  readonly queue: string;
+  readonly cron: string;
+  readonly timeZone: string;
+  /** ISO instants; null before the first tick, or when the row's cron does not parse. */
+  readonly lastTickAt: string | null;
+  readonly nextTickAt: string | null;
+  readonly firedCount: number;
+  readonly missedCount: number;
+  /** When a broker last declared it, ISO: a schedule no code declares any more keeps an old one. */
+  readonly declaredAt: string;
 }
 
 /** `POST /api/requeue`'s body. */

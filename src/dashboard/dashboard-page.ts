@@ -39,6 +39,10 @@ export const DASHBOARD_PAGE = `<!doctype html>
     <h2 id="brokers-title">Brokers</h2>
     <div id="brokers"></div>
   </section>
+  <section id="schedules-section" aria-labelledby="schedules-title" hidden>
+    <h2 id="schedules-title">Schedules</h2>
+    <div id="schedules"></div>
+  </section>
 </main>
 </body>
 </html>

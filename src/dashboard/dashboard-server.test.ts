@@ -35,7 +35,14 @@ function send(url: string, options: { method?: string; headers?: Record<string, 
 
 function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardData {
   return {
-    config: { allowActions, refreshMs: 1_000, tables: ['jobs'], heartbeatTable: 'tablequeue_brokers', database: 'sqlite in memory' },
+    config: {
+      allowActions,
+      refreshMs: 1_000,
+      tables: ['jobs'],
+      heartbeatTable: 'tablequeue_brokers',
+      schedulesTable: 'tablequeue_schedules',
+      database: 'sqlite in memory',
+    },
     queues: () => [
       {
         table: 'jobs',
@@ -50,6 +57,7 @@ function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardDat
     throughput: () => [{ at: 0, depth: 6, drainedPerSecond: 0 }],
     deadLetters: () => [{ table: 'jobs', location: 'group:dead', deadLettered: 2, rows: [], error: null }],
     brokers: () => ({ table: 'tablequeue_brokers', brokers: [], staleCount: 0, problem: null }),
+    schedules: () => ({ table: 'tablequeue_schedules', schedules: [], problem: null }),
     requeue: (requeue) => {
       if (requeue.toGroup === undefined) return Promise.reject(new DeclarationError('name the group to move them to'));
       requeues.push(requeue);
@@ -92,14 +100,15 @@ describe('dashboard server', () => {
   });
 
   it('answers the JSON endpoints the page polls', async () => {
-    const [config, queues, throughput, deadLetters, brokers] = await Promise.all(
-      ['api/config', 'api/queues', 'api/throughput', 'api/dead-letters', 'api/brokers'].map((path) => send(readOnly.url + path)),
+    const [config, queues, throughput, deadLetters, brokers, schedules] = await Promise.all(
+      ['api/config', 'api/queues', 'api/throughput', 'api/dead-letters', 'api/brokers', 'api/schedules'].map((path) => send(readOnly.url + path)),
     );
     expect(JSON.parse(config!.body)).toMatchObject({ allowActions: false, refreshMs: 1_000, tables: ['jobs'] });
     expect(JSON.parse(queues!.body).tables[0].groups[0]).toMatchObject({ group: 'emails', ready: 3, delayed: 2, inWork: 1 });
     expect(JSON.parse(throughput!.body)).toEqual({ intervalMs: 1_000, points: [{ at: 0, depth: 6, drainedPerSecond: 0 }] });
     expect(JSON.parse(deadLetters!.body).tables[0].location).toBe('group:dead');
     expect(JSON.parse(brokers!.body).problem).toBeNull();
+    expect(JSON.parse(schedules!.body)).toEqual({ table: 'tablequeue_schedules', schedules: [], problem: null });
   });
 
   it('refuses a requeue with 403 when read-only', async () => {

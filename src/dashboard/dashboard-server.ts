@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { DeclarationError, isQueueError } from '../errors.js';
 import { HostAllowList } from '../internal/host-allow-list.js';
+import type { ScheduleList } from '../admin/schedule-listing.js';
 import type { BrokerList } from './broker-directory.js';
 import type {
   BrokersBody,
@@ -12,6 +13,7 @@ import type {
   QueuesBody,
   RequeueAnswer,
   RequeueRequest,
+  SchedulesBody,
   ThroughputBody,
   ThroughputPoint,
 } from './dashboard-api.js';
@@ -31,6 +33,7 @@ export interface DashboardData {
   throughput(): readonly ThroughputPoint[];
   deadLetters(): readonly DeadLetterTableView[];
   brokers(): BrokerList;
+  schedules(): ScheduleList;
   /** Moves dead letters back; returns how many moved. A `DeclarationError` is the caller's to fix (400). */
   requeue(request: RequeueRequest): Promise<number>;
 }
@@ -210,6 +213,9 @@ async function handle(
       return;
     case '/api/brokers':
       sendJson(response, 200, data.brokers() satisfies BrokersBody);
+      return;
+    case '/api/schedules':
+      sendJson(response, 200, data.schedules() satisfies SchedulesBody);
       return;
   }
   throw new HttpError(404, `nothing at ${path}`);

@@ -1,7 +1,9 @@
 import type { DeadLetterLocation, PeekedRow } from '../admin/inspection.js';
 import { openQueueInspector, type InspectorColumnNames } from '../admin/open-queue-inspector.js';
+import { ScheduleListing } from '../admin/schedule-listing.js';
 import { openDialect } from '../broker/open-dialect.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
+import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { createDriver } from '../driver/create-driver.js';
 import type { Driver } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
@@ -27,6 +29,8 @@ export interface DashboardOptions {
   readonly deadLetter?: DeadLetterLocation;
   /** The brokers' heartbeat table. Default `tablequeue_brokers`. */
   readonly heartbeatTable?: string;
+  /** The brokers' schedules table, shown when it exists. Default `tablequeue_schedules`. */
+  readonly schedulesTable?: string;
   /** Whether `POST /api/requeue` may change anything; otherwise it answers 403. Default false. */
   readonly allowActions?: boolean;
   /** Default 127.0.0.1: only this machine can open the page. */
@@ -84,6 +88,8 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
     const dialect = await openDialect(driver);
     const heartbeatTable = options.heartbeatTable ?? DEFAULT_HEARTBEAT_TABLE;
     const directory = new BrokerDirectory({ driver, database: dialect.name, table: heartbeatTable });
+    const schedulesTable = options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE;
+    const scheduleListing = new ScheduleListing({ driver, database: dialect.name, table: schedulesTable });
     const tables = await openTables(driver, options, closing);
     const drainRate = new BrokerDrainRate(tables.map((watched) => watched.table));
     const sampler = new QueueSampler({
@@ -93,6 +99,7 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
       onError: (error, table) => options.onError?.(error, { table }),
       deadLettersPerTable: DEAD_LETTERS_SHOWN,
       readBrokers: () => directory.list(),
+      readSchedules: () => scheduleListing.list(),
       drainRateOf: (brokers, readAt) => drainRate.update(brokers, readAt),
     });
     await sampler.start();
@@ -103,6 +110,7 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
         refreshMs,
         tables: tables.map((watched) => watched.table),
         heartbeatTable,
+        schedulesTable,
         database: driver.description,
       },
       queues: () => sampler.snapshots(),
@@ -112,6 +120,7 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
         return sampler.deadLetters().map((sample) => deadLetterTableView(sample, counts.get(sample.table) ?? 0));
       },
       brokers: () => sampler.brokers() ?? { table: heartbeatTable, brokers: [], staleCount: 0, problem: 'not read yet' },
+      schedules: () => sampler.schedules() ?? { table: schedulesTable, schedules: [], problem: 'not read yet' },
       // A round before answering: until one runs, every page would show the moved rows where they were.
       requeue: async (request) => {
         const moved = await requeueIn(tables, request);

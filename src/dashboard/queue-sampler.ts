@@ -1,4 +1,5 @@
 import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from '../admin/inspection.js';
+import type { ScheduleList } from '../admin/schedule-listing.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import type { BrokerList } from './broker-directory.js';
@@ -45,6 +46,8 @@ export interface QueueSamplerOptions {
   readonly deadLettersPerTable?: number;
   /** The brokers that report to the heartbeat table, read once a round. */
   readonly readBrokers?: () => Promise<BrokerList>;
+  /** The schedules table, read once a round. */
+  readonly readSchedules?: () => Promise<ScheduleList>;
   /**
    * Rows per second the brokers of a fresh list (read at `readAt`) finish on these tables (see
    * `BrokerDrainRate`); the chart shows the larger of it and the rate the inspections tell.
@@ -72,6 +75,7 @@ export class QueueSampler {
   readonly #snapshots = new Map<string, TableSnapshot>();
   readonly #deadLetters = new Map<string, DeadLetterSample>();
   #brokers: BrokerList | null = null;
+  #schedules: ScheduleList | null = null;
   readonly #previous = new Map<string, TableTotals>();
   readonly #history: ThroughputPoint[] = [];
   /** Per table, every group seen since start: a queue that drains empty stays listed with zeros. */
@@ -131,6 +135,11 @@ export class QueueSampler {
     return this.#brokers;
   }
 
+  /** Null until a round read the schedules table, or without `readSchedules`. */
+  schedules(): ScheduleList | null {
+    return this.#schedules;
+  }
+
   async #run(): Promise<void> {
     const signal = this.#stopping.signal;
     for (;;) {
@@ -151,6 +160,7 @@ export class QueueSampler {
 
   async #sample(): Promise<void> {
     const brokerRate = this.#readBrokers().catch(() => 0);
+    const scheduleRead = this.#readSchedules().catch((error: unknown) => this.#options.onError(error, 'schedules'));
     const deadLetterReads = Promise.all(this.#options.tables.map((watched) => this.#readDeadLetters(watched)));
     const reads = await Promise.all(
       this.#options.tables.map(async (watched) => {
@@ -188,10 +198,16 @@ export class QueueSampler {
       this.#previous.set(watched.table, totals);
     }
     for (const sample of await deadLetterReads) this.#deadLetters.set(sample.table, sample);
+    await scheduleRead;
     if (!isComplete) return;
     const drained = Math.max(drainedPerSecond, reportedPerSecond);
     this.#history.push({ at, depth, drainedPerSecond: Math.round(drained * 10) / 10 });
     if (this.#history.length > this.#options.historySize) this.#history.splice(0, this.#history.length - this.#options.historySize);
+  }
+
+  /** Reads the schedules and keeps them; the listing answers a failed read as its problem, never a throw. */
+  async #readSchedules(): Promise<void> {
+    if (this.#options.readSchedules !== undefined) this.#schedules = await this.#options.readSchedules();
   }
 
   /** Reads the broker list, keeps it, and returns the drain rate it tells. */

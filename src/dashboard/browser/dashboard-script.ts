@@ -17,6 +17,7 @@ import type {
   QueueTableView,
   RequeueAnswer,
   RequeueRequest,
+  SchedulesBody,
   ThroughputBody,
   ThroughputPoint,
 } from '../dashboard-api.js';
@@ -498,6 +499,56 @@ function renderBrokers(body: BrokersBody): void {
   ]);
 }
 
+/** The section shows only once the schedules table can be read: a database without schedules has none. */
+function renderSchedules(body: SchedulesBody): void {
+  const section = byId('schedules-section');
+  section.hidden = body.problem !== null;
+  if (body.problem !== null) return;
+  if (body.schedules.length === 0) {
+    replace('schedules', el('p', { class: 'empty' }, `no schedule in ${body.table} yet; brokers declare them with broker.schedule`));
+    return;
+  }
+  const instant = (iso: string | null) => el('td', { class: 'nowrap mono' }, iso === null ? '–' : new Date(iso).toLocaleString());
+  const rows = body.schedules.map((schedule) =>
+    el('tr', { 'data-schedule': schedule.name }, [
+      el('td', null, el('strong', null, schedule.name)),
+      el('td', null, schedule.queue),
+      el('td', { class: 'nowrap mono' }, schedule.cron),
+      el('td', { class: 'nowrap' }, schedule.timeZone),
+      instant(schedule.lastTickAt),
+      instant(schedule.nextTickAt),
+      numberCell(schedule.firedCount, 'fired'),
+      numberCell(schedule.missedCount, 'missed'),
+      instant(schedule.declaredAt),
+    ]),
+  );
+  replace(
+    'schedules',
+    el(
+      'div',
+      { class: 'card' },
+      el('table', null, [
+        el(
+          'thead',
+          null,
+          el('tr', null, [
+            el('th', null, 'schedule'),
+            el('th', null, 'queue'),
+            el('th', null, 'cron'),
+            el('th', null, 'zone'),
+            el('th', { class: 'nowrap' }, 'last tick'),
+            el('th', { class: 'nowrap' }, 'next tick'),
+            el('th', { class: 'number' }, 'fired'),
+            el('th', { class: 'number' }, 'missed'),
+            el('th', { class: 'nowrap', title: 'when a broker last declared it: an old time is a schedule no code declares any more' }, 'declared'),
+          ]),
+        ),
+        el('tbody', null, rows),
+      ]),
+    ),
+  );
+}
+
 function setStatus(state: 'live' | 'failed', text: string): void {
   const status = byId('status');
   status.setAttribute('data-state', state);
@@ -509,16 +560,18 @@ async function refresh(config: DashboardConfig): Promise<void> {
   if (refreshing) return;
   refreshing = true;
   try {
-    const [queues, throughput, deadLetters, brokers] = await Promise.all([
+    const [queues, throughput, deadLetters, brokers, schedules] = await Promise.all([
       getJson<QueuesBody>('/api/queues'),
       getJson<ThroughputBody>('/api/throughput'),
       getJson<DeadLettersBody>('/api/dead-letters'),
       getJson<BrokersBody>('/api/brokers'),
+      getJson<SchedulesBody>('/api/schedules'),
     ]);
     renderQueues(queues);
     renderThroughput(throughput);
     renderDeadLetters(deadLetters, config);
     renderBrokers(brokers);
+    renderSchedules(schedules);
     setStatus('live', `updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     setStatus('failed', messageOf(error));
