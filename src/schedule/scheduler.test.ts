@@ -28,13 +28,14 @@ afterAll(() => rmSync(folder, { recursive: true, force: true }));
  * A broker over a database file of its own, whose schedule runs on a clock the test moves, and a
  * second handle on the file that reads what it wrote.
  */
-async function scheduledBroker(options: ScheduleOptions) {
-  files += 1;
-  const url = `sqlite:${join(folder, `schedules-${files}.db`)}`;
+async function scheduledBroker(options: ScheduleOptions, onFile?: string) {
+  const url = onFile ?? `sqlite:${join(folder, `schedules-${(files += 1)}.db`)}`;
   const reader = createDriver(url);
   readers.push(reader);
   await reader.open();
-  for (const sql of table.createTableSql('sqlite')) await reader.execute({ name: 'test.createTable', sql, values: [] });
+  if (onFile === undefined) {
+    for (const sql of table.createTableSql('sqlite')) await reader.execute({ name: 'test.createTable', sql, values: [] });
+  }
   const broker = new Broker({ database: url });
   brokers.push(broker);
   broker.schedule('report', reports, options);
@@ -49,7 +50,8 @@ async function scheduledBroker(options: ScheduleOptions) {
     );
   const scheduleRow = async () =>
     (await reader.execute({ name: 'test.schedule', sql: 'SELECT * FROM tablequeue_schedules', values: [] })).rows[0];
-  return { broker, hooks, clock, ticksWritten, scheduleRow };
+  const exec = (sql: string) => reader.execute({ name: 'test.exec', sql, values: [] });
+  return { url, broker, hooks, clock, ticksWritten, scheduleRow, exec };
 }
 
 /** The minute tick at or before `ms`, as the header spells it. */
@@ -94,6 +96,53 @@ describe('the scheduler on a test clock', () => {
     expect(await ticksWritten()).toEqual([minuteAt(startedMs + 3 * MINUTE)]);
     expect(await scheduleRow()).toMatchObject({ fired_count: 1, missed_count: 2 });
     expect(broker.metrics()).toContain('tablequeue_schedule_missed_total{schedule="report"} 2');
+  });
+
+  it('a failed firing is reported and tried again after a backoff, and its tick still fires', async () => {
+    const { broker, hooks, clock, ticksWritten, exec } = await scheduledBroker({ cron: '* * * * *' });
+    const errors: Record<string, unknown>[] = [];
+    broker.on('error', (_error, detail) => errors.push(detail));
+    const startedMs = clock.now().getTime();
+    await broker.start();
+    await hooks.sleeping.next();
+    // The table out of reach stands in for a database that does not answer.
+    await exec('ALTER TABLE tablequeue_schedules RENAME TO parked_schedules');
+    hooks.sleeping.clear();
+    clock.advance(MINUTE);
+    const retryInMs = await hooks.sleeping.next({ what: 'the loop asleep until the retry' });
+    expect(errors).toEqual([{ schedule: 'report', phase: 'schedule', retryInMs: 1_000 }]);
+    expect(retryInMs).toBeGreaterThan(900);
+    expect(retryInMs).toBeLessThanOrEqual(1_000);
+    await exec('ALTER TABLE parked_schedules RENAME TO tablequeue_schedules');
+    clock.advance(1_000);
+    await hooks.committed.next({ what: 'the tick fired on the retry' });
+    expect(await ticksWritten()).toEqual([minuteAt(startedMs + MINUTE)]);
+  });
+
+  it('a changed definition takes over from its next tick; a broker still on the old one fires nothing and warns once', async () => {
+    const old = await scheduledBroker({ cron: '* * * * *' });
+    const warnings: string[] = [];
+    old.broker.on('warning', (message) => warnings.push(message));
+    await old.broker.start();
+    await old.hooks.sleeping.next();
+    const newer = await scheduledBroker({ cron: '0 * * * *' }, old.url);
+    await newer.broker.start();
+    await newer.hooks.sleeping.next();
+    expect(await newer.scheduleRow()).toMatchObject({ cron: '0 * * * *', last_tick_at: new Date(Math.floor(newer.clock.now().getTime() / 3_600_000) * 3_600_000).toISOString().replace('Z', '+00:00') });
+
+    for (const minutes of [1, 2]) {
+      old.hooks.sleeping.clear();
+      old.clock.advance(MINUTE);
+      await old.hooks.sleeping.next({ what: `the old broker's wake ${minutes}` });
+    }
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^schedule "report": the schedules table holds cron "0 \* \* \* \*", declared by another broker since this one started; this broker fires none of its ticks/);
+    expect(await old.ticksWritten()).toEqual([]);
+
+    const hourMs = Math.floor(newer.clock.now().getTime() / 3_600_000) * 3_600_000 + 3_600_000;
+    newer.clock.advance(hourMs - newer.clock.now().getTime() + 10);
+    await newer.hooks.committed.next({ what: 'the hourly tick of the new definition' });
+    expect(await newer.ticksWritten()).toEqual([new Date(hourMs).toISOString()]);
   });
 
   it('stop() ends the timer: a stopped broker fires nothing more', async () => {
