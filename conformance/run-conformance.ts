@@ -7,6 +7,7 @@ import { cliSuite } from './suites/cli.suite.js';
 import { coalescingSuite } from './suites/coalescing.suite.js';
 import { cliOperationsSuite } from './suites/cli-operations.suite.js';
 import { dashboardSuite } from './suites/dashboard.suite.js';
+import { dedupeKeysSuite } from './suites/dedupe-keys.suite.js';
 import { eventLoopSuite } from './suites/event-loop.suite.js';
 import { advisorySuite } from './suites/advisory.suite.js';
 import { failureVisibilitySuite } from './suites/failure-visibility.suite.js';
@@ -80,6 +81,7 @@ export function runConformance(stand: Stand): Promise<void> {
       coalescingSuite(context);
       hostileInputSuite(context);
       inputLimitsSuite(context);
+      dedupeKeysSuite(context);
       schedulesSuite(context);
       textCollationSuite(context);
       metricsSuite(context);

@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'LEASE_LOST'
   | 'BATCH_ROLLED_BACK'
   | 'TRANSACTION_ENDED'
+  | 'DEDUPE_CONTENDED'
   | 'STATEMENT'
   | 'CONNECTION'
   | 'CLOSED'
@@ -37,6 +38,19 @@ export class QueueError extends Error {
 export class DeclarationError extends QueueError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('DECLARATION', message, options);
+  }
+}
+
+/**
+ * Retry the publish, or look for what else writes the key: a keyed publish met a key that changed
+ * hands on every one of its rounds, and wrote nothing.
+ */
+export class DedupeContendedError extends QueueError {
+  readonly dedupeKey: string;
+
+  constructor(details: { dedupeKey: string; message: string; cause?: unknown }) {
+    super('DEDUPE_CONTENDED', details.message, { cause: details.cause });
+    this.dedupeKey = details.dedupeKey;
   }
 }
 

@@ -9,7 +9,14 @@ export { Outcome } from './delivery/outcome.js';
 export type { Message } from './delivery/message.js';
 export type { HandlerTransaction } from './delivery/delivery-transaction.js';
 export type { StandardSchemaV1 } from './delivery/standard-schema.js';
-export type { PublishItem, PublishOptions } from './publish/publish-options.js';
+export type {
+  DedupeMode,
+  KeyedPublishOptions,
+  KeyedPublishResult,
+  PublishItem,
+  PublishOptions,
+} from './publish/publish-options.js';
+export { createDedupeWindowsTableSql } from './publish/dedupe-windows.js';
 export type {
   BatchHandler,
   ThreadOptions,
@@ -68,6 +75,7 @@ export {
   ConnectionError,
   DecodeError,
   DeclarationError,
+  DedupeContendedError,
   DestinationError,
   EncodeError,
   HandlerError,

@@ -42,6 +42,7 @@ export type ParamName =
   | 'ids'
   | 'helds'
   | 'retryAfterAts'
+  | 'dedupeKey'
   | `column:${string}`;
 
 /** A statement with its values, ready for a driver. */

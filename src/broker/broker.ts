@@ -5,7 +5,7 @@ import type { Dialect } from '../dialect/dialect.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
 import { createDriver } from '../driver/create-driver.js';
 import { AlreadySubscribedError, ClosedError, DeclarationError, UnsupportedError, type QueueError } from '../errors.js';
-import type { PublishItem, PublishOptions } from '../publish/publish-options.js';
+import type { KeyedPublishOptions, KeyedPublishResult, PublishItem, PublishOptions } from '../publish/publish-options.js';
 import { Publisher } from '../publish/publisher.js';
 import { millisecondsFromZero } from '../option-checks.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
@@ -329,8 +329,21 @@ export class Broker extends EventEmitter<BrokerEvents> {
   }
 
   /** Writes one row and returns its id. */
-  async publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string> {
+  async publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string>;
+  /**
+   * Writes one row with a dedupe key, unless another row holds the key: says which happened
+   * (`published`, `duplicate`, or `replaced` with `dedupe: 'replace'`) and the row's id.
+   */
+  async publish<Payload>(queue: Queue<Payload>, payload: Payload, options: KeyedPublishOptions): Promise<KeyedPublishResult>;
+  async publish<Payload>(
+    queue: Queue<Payload>,
+    payload: Payload,
+    options?: PublishOptions | KeyedPublishOptions,
+  ): Promise<string | KeyedPublishResult> {
     const publisher = this.#requirePublisher();
+    if (options !== undefined && options !== null && 'dedupeKey' in options && options.dedupeKey !== undefined) {
+      return this.#observability.publish(queue, options, (traced) => publisher.publishKeyed(queue, payload, traced ?? options));
+    }
     return this.#observability.publish(queue, options, (traced) => publisher.publish(queue, payload, traced));
   }
 

@@ -9,6 +9,15 @@ export function tableOf(spec: TableSpec): SqlText {
   return qualifiedName(spec.schema, spec.name);
 }
 
+/**
+ * `dedupe_key = NULL` where the table has the role, for every settlement that keeps the row
+ * (processedAt marks, dead letters into a group): a finished or dead row never holds its key, so a
+ * dead letter never blocks a new message with the same key.
+ */
+export function keyFreed(spec: TableSpec): SqlText[] {
+  return spec.dedupeKey === undefined ? [] : [sql`${identifier(spec.dedupeKey)} = NULL`];
+}
+
 /** The explicit column list of whole-row statements: never `*`, so a copy names what it moves. */
 export function columnList(columns: TableColumns): SqlText {
   if (columns.length === 0) {

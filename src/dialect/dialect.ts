@@ -1,6 +1,7 @@
 import type { Statement } from '../statement.js';
 import type { IsolationLevel, SqliteBeginMode, TableSpec } from '../table/table-spec.js';
 import type { AdvisoryStatements } from './advisory-statements.js';
+import type { DedupeStatements } from './dedupe-statements.js';
 import type { NotifyStatements } from './notify.js';
 
 export type DialectName = 'postgres' | 'mysql' | 'sqlite';
@@ -245,6 +246,11 @@ export interface InsertOptions {
    * row is due at the database's now plus its delay. Otherwise the values are instants.
    */
   readonly retryAfterAsDelay?: boolean;
+  /**
+   * Rows whose dedupe key another row of their group holds are skipped, not written (`ON
+   * CONFLICT … DO NOTHING`), where `dedupe.heldKeyOnInsert` is `skipped`; refused elsewhere.
+   */
+  readonly skipHeldKeys?: boolean;
 }
 
 /** Statements about the table itself. */
@@ -283,6 +289,7 @@ export interface Dialect {
   readonly advisory: AdvisoryStatements;
   readonly settle: SettleStatements;
   readonly insert: InsertStatements;
+  readonly dedupe: DedupeStatements;
   readonly schema: SchemaStatements;
   /**
    * Checks a table against what this database can do (row lock on SQLite, identifier limits,

@@ -8,7 +8,7 @@
  */
 import type { Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
-import { requireLeaseColumn, tableOf } from './claim-clauses.js';
+import { keyFreed, requireLeaseColumn, tableOf } from './claim-clauses.js';
 import { nowOf } from './database-clock.js';
 import type { LeaseSettleMany, LeaseSettleManyRequest } from './dialect.js';
 import { identifier, joinSql, param, renderStatement, sql, type SqlStyle, type SqlText } from './quoting.js';
@@ -70,7 +70,7 @@ function writeOf(spec: TableSpec, request: LeaseSettleManyRequest): { text: SqlT
   switch (request.kind) {
     case 'finish':
       if (spec.processedAt === undefined) return { text: sql`DELETE FROM ${table}`, isDelete: true };
-      return update(sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`);
+      return update(joinSql([sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`, ...keyFreed(spec)], ', '));
     case 'release':
       return update(undefined);
     case 'retryAfter':
@@ -78,7 +78,7 @@ function writeOf(spec: TableSpec, request: LeaseSettleManyRequest): { text: SqlT
       return update(sql`${identifier(spec.retryAfter)} = ${dueAtPerRow(spec, request.rowCount)}`);
     case 'deadLetter':
       if (request.target?.kind !== 'group' || spec.group === undefined) return undefined;
-      return update(sql`${identifier(spec.group.column)} = ${param('destination')}`);
+      return update(joinSql([sql`${identifier(spec.group.column)} = ${param('destination')}`, ...keyFreed(spec)], ', '));
   }
 }
 

@@ -11,10 +11,12 @@ import {
   countAttempt,
   refuseUnbuiltClaims,
   requireLeaseColumn,
+  keyFreed,
   rowFilter,
   skipLockedSelect,
   tableOf,
 } from './claim-clauses.js';
+import { skipHeldKeys } from './dedupe-statements.js';
 import { dueAtOf, nowOf } from './database-clock.js';
 import type { HeadersWithLastError } from './last-error-header.js';
 import type {
@@ -109,7 +111,7 @@ export function renderRowLockFinishMany(style: SqlStyle, spec: TableSpec, rowCou
   const write =
     spec.processedAt === undefined
       ? sql`DELETE FROM ${tableOf(spec)}`
-      : sql`UPDATE ${tableOf(spec)} SET ${identifier(spec.processedAt)} = ${nowOf(spec)}`;
+      : sql`UPDATE ${tableOf(spec)} SET ${joinSql([sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`, ...keyFreed(spec)], ', ')}`;
   return renderStatement(style, 'rowLock.finishMany', sql`${write} WHERE ${where}`);
 }
 
@@ -187,7 +189,7 @@ function renderFinish(style: SqlStyle, spec: TableSpec, options: { fenced: boole
   if (spec.processedAt === undefined) {
     return renderStatement(style, 'settle.finish', sql`DELETE FROM ${tableOf(spec)} WHERE ${where}`);
   }
-  const assignments = [sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`];
+  const assignments = [sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`, ...keyFreed(spec)];
   if (options.fenced) assignments.push(clearLease(spec));
   return renderStatement(
     style,
@@ -208,7 +210,7 @@ function renderDeadLetterToGroup(
       `table "${spec.qualifiedName}" has no group column, so rows cannot be dead-lettered into a group; name a dead-letter table instead`,
     );
   }
-  const assignments = [sql`${identifier(spec.group.column)} = ${param('destination')}`];
+  const assignments = [sql`${identifier(spec.group.column)} = ${param('destination')}`, ...keyFreed(spec)];
   if (options.fenced) assignments.push(clearLease(spec));
   if (spec.headers !== undefined) {
     const headers = identifier(spec.headers);
@@ -247,7 +249,7 @@ export function deadLetterTableOf(target: Extract<DeadLetterTarget, { kind: 'tab
 
 /**
  * The copied row; a fenced copy writes NULL for the lease, which the dead-letter table must not
- * inherit. With `withLastError`, the headers column is copied with the last error set.
+ * inherit, and every copy NULL for the dedupe key, which a dead letter never holds. With `withLastError`, the headers column is copied with the last error set.
  */
 export function copiedColumns(
   spec: TableSpec,
@@ -257,7 +259,7 @@ export function copiedColumns(
 ): SqlText {
   const leaseColumn = options.fenced ? requireLeaseColumn(spec) : undefined;
   const copied = (column: string): SqlText => {
-    if (column === leaseColumn) return fixedSql('NULL');
+    if (column === leaseColumn || column === spec.dedupeKey) return fixedSql('NULL');
     if (column === spec.headers && withLastError !== undefined) return withLastError(identifier(column));
     return identifier(column);
   };
@@ -299,10 +301,11 @@ export function renderInsertRows(
       : param(`column:${column}`);
   const valueList = sql`(${joinSql(columns.map(value), ', ')})`;
   const rows = joinSql(Array.from({ length: rowCount }, () => valueList), ', ');
+  const onHeldKey = options.skipHeldKeys === true ? skipHeldKeys(spec) : sql``;
   return renderStatement(
     style,
     'insert.rows',
-    sql`INSERT INTO ${tableOf(spec)} (${columnList(columns)}) VALUES ${rows}${returning}`,
+    sql`INSERT INTO ${tableOf(spec)} (${columnList(columns)}) VALUES ${rows}${onHeldKey}${returning}`,
   );
 }
 

@@ -19,6 +19,7 @@ export interface ColumnTypes {
   readonly lockedUntil: string;
   readonly headers: string;
   readonly payload: string;
+  readonly dedupeKey: string;
   /** A column named only by the advisory key template. */
   readonly keyColumn: string;
 }
@@ -38,6 +39,7 @@ export function columnDefinitions(spec: TableSpec, types: ColumnTypes): SqlText 
   add(spec.lockedUntil, types.lockedUntil);
   add(spec.headers, types.headers);
   add(spec.payload, types.payload);
+  add(spec.dedupeKey, types.dedupeKey);
   for (const part of spec.advisoryLock ?? []) {
     if ('column' in part && !definitions.some(([column]) => column === part.column)) {
       definitions.push([part.column, types.keyColumn]);
@@ -84,18 +86,52 @@ export function claimOrderIndex(spec: TableSpec, options: ClaimIndexOptions): Sq
   return sql`CREATE INDEX ${name} ON ${table} (${joinSql(columns.map(identifier), ', ')})${where}`;
 }
 
-const INDEX_SUFFIX = '_claim_order';
+export interface DedupeKeyIndexOptions {
+  readonly fitsIdentifierLimit: (name: string) => boolean;
+  /**
+   * Postgres and SQLite index only the rows that hold a key (`WHERE dedupe_key IS NOT NULL`), and
+   * their publish names that predicate in `ON CONFLICT`; MySQL has no partial indexes, and its
+   * unique indexes let any number of NULLs in, so a plain one holds the same keys.
+   */
+  readonly partial: boolean;
+  readonly schemaOn: 'table' | 'index';
+}
 
 /**
- * `<table>_claim_order`, or when that is over the limit a prefix of the table name, a hash of the
+ * `CREATE UNIQUE INDEX <table>_dedupe_key ON t (group, dedupe_key)`: one row per key and group
+ * among the rows that hold one; `undefined` without a dedupeKey role.
+ */
+export function dedupeKeyIndex(spec: TableSpec, options: DedupeKeyIndexOptions): SqlText | undefined {
+  if (spec.dedupeKey === undefined) return undefined;
+  const columns = [spec.group?.column, spec.dedupeKey].filter((column) => column !== undefined);
+  const indexName = identifier(indexNameFor(spec.name, DEDUPE_KEY_INDEX_SUFFIX, options.fitsIdentifierLimit));
+  const name = options.schemaOn === 'index' && spec.schema !== undefined ? sql`${identifier(spec.schema)}.${indexName}` : indexName;
+  const table =
+    options.schemaOn === 'table' && spec.schema !== undefined
+      ? sql`${identifier(spec.schema)}.${identifier(spec.name)}`
+      : identifier(spec.name);
+  const where = options.partial ? sql` WHERE ${identifier(spec.dedupeKey)} IS NOT NULL` : sql``;
+  return sql`CREATE UNIQUE INDEX ${name} ON ${table} (${joinSql(columns.map(identifier), ', ')})${where}`;
+}
+
+const INDEX_SUFFIX = '_claim_order';
+const DEDUPE_KEY_INDEX_SUFFIX = '_dedupe_key';
+
+/** `<table>_claim_order`, shortened as `indexNameFor` says. */
+export function claimOrderIndexName(tableName: string, fitsIdentifierLimit: (name: string) => boolean): string {
+  return indexNameFor(tableName, INDEX_SUFFIX, fitsIdentifierLimit);
+}
+
+/**
+ * `<table><suffix>`, or when that is over the limit a prefix of the table name, a hash of the
  * whole name and the suffix: deterministic, so `init` on another machine names it the same, and
  * distinct for tables that share a long prefix. Cuts fall between characters, never inside one.
  */
-export function claimOrderIndexName(tableName: string, fitsIdentifierLimit: (name: string) => boolean): string {
-  const plain = `${tableName}${INDEX_SUFFIX}`;
+function indexNameFor(tableName: string, indexSuffix: string, fitsIdentifierLimit: (name: string) => boolean): string {
+  const plain = `${tableName}${indexSuffix}`;
   if (fitsIdentifierLimit(plain)) return plain;
   // FNV-1a as 8 hex digits: tiny, stable across runs and platforms.
-  const suffix = `_${fnv1a32(tableName).toString(16).padStart(8, '0')}${INDEX_SUFFIX}`;
+  const suffix = `_${fnv1a32(tableName).toString(16).padStart(8, '0')}${indexSuffix}`;
   const characters = [...tableName];
   while (characters.length > 1 && !fitsIdentifierLimit(characters.join('') + suffix)) characters.pop();
   return characters.join('') + suffix;

@@ -1,7 +1,7 @@
 import type { Queue } from '../definition/define-table.js';
 import type { PoolStats } from '../driver/driver.js';
 import { ClosedError } from '../errors.js';
-import type { PublishItem, PublishOptions } from '../publish/publish-options.js';
+import type { KeyedPublishResult, PublishItem, PublishOptions } from '../publish/publish-options.js';
 import { BrokerMetrics, type SubscriptionCounts } from './broker-metrics.js';
 import { serveMetrics, type MetricsEndpoint, type ServeMetricsOptions } from './metrics-endpoint.js';
 import { SubscriptionObserver } from './subscription-observer.js';
@@ -67,19 +67,22 @@ export class Observability {
     });
   }
 
-  /** Counts a publish and, with tracing on, wraps it in a producer span whose context goes into the headers. */
-  async publish(
+  /**
+   * Counts a publish and, with tracing on, wraps it in a producer span whose context goes into the
+   * headers. A keyed publish counts only when it wrote a row (`published`).
+   */
+  async publish<Options extends PublishOptions, Result extends string | KeyedPublishResult>(
     queue: Queue<unknown>,
-    options: PublishOptions | undefined,
-    write: (options: PublishOptions | undefined) => Promise<string>,
-  ): Promise<string> {
+    options: Options | undefined,
+    write: (options: Options | undefined) => Promise<Result>,
+  ): Promise<Result> {
     const tracing = this.#tracing;
-    const id =
+    const result =
       tracing === undefined
         ? await write(options)
-        : await tracing.publish(queue.label, 1, (trace) => write(withTraceHeaders(queue, options, trace)), (written) => written);
-    this.#metrics.countPublished(queue, 1);
-    return id;
+        : await tracing.publish(queue.label, 1, (trace) => write(withTraceHeaders(queue, options, trace)), idOfPublish);
+    if (typeof result === 'string' || result.status === 'published') this.#metrics.countPublished(queue, 1);
+    return result;
   }
 
   async publishMany<Payload>(
@@ -111,6 +114,10 @@ export class Observability {
  * The publish's options with the trace headers added, when the table has a headers column to
  * carry them. Headers the caller set keep their values, a `traceparent` of its own included.
  */
+function idOfPublish(result: string | KeyedPublishResult): string | undefined {
+  return typeof result === 'string' ? result : result.id;
+}
+
 function withTraceHeaders<Options extends PublishOptions | undefined>(
   queue: Queue<unknown>,
   options: Options,

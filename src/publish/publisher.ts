@@ -10,13 +10,16 @@ import { bindPositional, bindStatement, type BoundStatement, type Statement } fr
 import { validateIdentifier } from '../table/identifier.js';
 import { isStorableTime, MAX_PRIORITY, MIN_PRIORITY } from '../table/storable-values.js';
 import { roleColumns, type TableSpec } from '../table/table-spec.js';
-import type { PublishItem, PublishOptions } from './publish-options.js';
+import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
+import { DedupeWindows, holderOf } from './dedupe-windows.js';
+import { checkDedupeKey, checkDedupeOptions, heldKeysOf, isDuplicateKeyError, missingKeyIndexError, publishKeyed, requireKeyIndex } from './keyed-publish.js';
+import type { KeyedPublishOptions, KeyedPublishResult, PublishItem, PublishOptions } from './publish-options.js';
 
 /** Rows per multi-row insert: well under every database's limit on bound parameters (SQLite 32,766). */
 const MAX_ROWS_PER_INSERT = 500;
 const MAX_PARAMS_PER_INSERT = 30_000;
 
-const OPTION_KEYS = new Set(['partitionKey', 'priority', 'delayMs', 'runAt', 'headers', 'id', 'tx']);
+const OPTION_KEYS = new Set(['partitionKey', 'priority', 'delayMs', 'runAt', 'headers', 'id', 'tx', 'dedupeKey', 'dedupe', 'dedupeForMs']);
 
 export interface PublisherOptions {
   readonly driver: Driver;
@@ -32,12 +35,17 @@ export interface PublisherOptions {
   readonly notify: NotifyStatements | undefined;
   /** A notification failed after the rows were written: reported, and the publish still succeeds. */
   readonly onNotifyError: (error: unknown, detail: Record<string, unknown>) => void;
+  /** Where `dedupeForMs` windows live (`name` or `schema.name`); created before the first one opens. */
+  readonly dedupeWindowsTable?: string;
 }
 
 /** Writes rows into queue tables. Encodes and validates everything before it writes anything. */
 export class Publisher {
   readonly #options: PublisherOptions;
   readonly #statements = new Map<string, Statement>();
+  #dedupeWindows: Promise<DedupeWindows> | undefined;
+  /** Per keyed table, the check of its unique index (MySQL, MariaDB; nothing to check elsewhere). */
+  readonly #keyIndexChecks = new Map<string, Promise<void>>();
 
   constructor(options: PublisherOptions) {
     this.#options = options;
@@ -50,6 +58,62 @@ export class Publisher {
     const statement = this.#insert(spec, row, 1);
     const result = await this.#write(queue, options.tx, (connection) => connection.execute(bindPositional(statement, row.values)));
     return insertedIds(spec, result, options.id === undefined ? [] : [options.id], 1)[0]!;
+  }
+
+  /**
+   * A publish with a dedupe key: written, or a duplicate of the row holding the key, or (`dedupe:
+   * 'replace'`) written over that row while it waits. See keyed-publish.ts.
+   */
+  async publishKeyed<Payload>(queue: Queue<Payload>, payload: Payload, options: KeyedPublishOptions): Promise<KeyedPublishResult> {
+    const spec = queue.table.spec;
+    const { dialect, maxPayloadBytes } = this.#options;
+    const where = `publish to "${queue.label}"`;
+    const now = new Date();
+    const { key, mode, forMs } = checkDedupeOptions(dialect.name, spec, options, where);
+    const row = rowValues(queue, payload, options, { now, maxPayloadBytes, where });
+    const statement = this.#insert(spec, row, 1);
+    const supplied = options.id === undefined ? [] : [options.id];
+    await this.#keyIndexChecked(spec);
+    const windows = forMs === undefined ? undefined : await this.#dedupeWindowsReady();
+    const group = spec.group === undefined ? undefined : queue.name;
+    const publish = async (connection: Connection): Promise<KeyedPublishResult> => {
+      if (windows !== undefined && forMs !== undefined) {
+        const opened = await windows.open(connection, { spec, queueName: queue.name, key, now, forMs });
+        if (!opened) return { status: 'duplicate', id: await holderOf(connection, dialect, spec, group, key, now) };
+      }
+      return publishKeyed(connection, {
+        dialect,
+        spec,
+        group,
+        key,
+        mode,
+        row,
+        now,
+        where,
+        insert: async (on) => {
+          const result = await on.execute(bindPositional(statement, row.values));
+          if (dialect.dedupe.heldKeyOnInsert === 'skipped' && result.rows.length === 0) return undefined;
+          return insertedIds(spec, result, supplied, 1)[0];
+        },
+      });
+    };
+    try {
+      return await this.#write(queue, options.tx, publish, (result) => result.status !== 'duplicate');
+    } catch (error) {
+      throw missingKeyIndexError(error, dialect, spec) ?? error;
+    }
+  }
+
+  /** Runs the table's unique index check once; a failed check runs again on the next publish. */
+  #keyIndexChecked(spec: TableSpec): Promise<void> {
+    let check = this.#keyIndexChecks.get(spec.qualifiedName);
+    if (check === undefined) {
+      const { driver, dialect } = this.#options;
+      check = withConnection(driver, (connection) => requireKeyIndex((statement) => connection.execute(statement), dialect, spec));
+      check.catch(() => this.#keyIndexChecks.delete(spec.qualifiedName));
+      this.#keyIndexChecks.set(spec.qualifiedName, check);
+    }
+    return check;
   }
 
   /**
@@ -73,26 +137,72 @@ export class Publisher {
         throw new DeclarationError(`${where} must be an object with a payload`);
       }
       const { payload, ...itemOptions } = item;
+      if ('dedupe' in itemOptions || 'dedupeForMs' in itemOptions) {
+        throw new DeclarationError(
+          `${where}: publishMany keeps out keys held already; dedupe and dedupeForMs are options of publish, one key at a time`,
+        );
+      }
       return rowValues(queue, payload, itemOptions, { now, maxPayloadBytes, where });
     });
     const chunks = chunksOfSameColumns(rows);
-    const insertChunks = async (connection: Connection) => {
-      for (const chunk of chunks) {
-        const statement = this.#insert(spec, chunk[0]!, chunk.length);
-        await connection.execute(bindPositional(statement, chunk.flatMap((row) => row.values)));
-      }
+    const group = spec.group === undefined ? undefined : queue.name;
+    const insertChunks = async (connection: Connection): Promise<number> => {
+      let written = 0;
+      for (const chunk of chunks) written += await this.#insertChunk(connection, spec, group, chunk);
+      return written;
     };
-    // One statement is all or nothing by itself; more need a transaction, unless they run in the caller's.
-    if (options.tx === undefined && chunks.length > 1) await this.#writeInTransaction(queue, insertChunks);
-    else await this.#write(queue, options.tx, insertChunks);
-    return rows.length;
+    // One statement is all or nothing by itself; more need a transaction, unless they run in the
+    // caller's. MySQL's keyed chunks read the held keys first: two statements.
+    const keyed = rows.some((row) => row.key !== undefined);
+    if (keyed) await this.#keyIndexChecked(spec);
+    const keyedOnMysql = keyed && this.#options.dialect.dedupe.heldKeyOnInsert === 'error';
+    try {
+      if (options.tx === undefined && (chunks.length > 1 || keyedOnMysql)) return await this.#writeInTransaction(queue, insertChunks);
+      return await this.#write(queue, options.tx, insertChunks, (written) => written > 0);
+    } catch (error) {
+      throw (keyed ? missingKeyIndexError(error, this.#options.dialect, spec) : undefined) ?? error;
+    }
+  }
+
+  /**
+   * One chunk's insert; returns the rows written. Rows whose key another row holds are left out:
+   * by the insert itself (Postgres, SQLite), or by reading the held keys first (MySQL, where a
+   * key taken between the read and the insert fails it, and the chunk is read again).
+   */
+  async #insertChunk(connection: Connection, spec: TableSpec, group: string | undefined, chunk: readonly RowToInsert[]): Promise<number> {
+    const { dialect } = this.#options;
+    const keyed = chunk.some((row) => row.key !== undefined);
+    if (!keyed || dialect.dedupe.heldKeyOnInsert === 'skipped') {
+      const statement = this.#insert(spec, chunk[0]!, chunk.length);
+      const result = await connection.execute(bindPositional(statement, chunk.flatMap((row) => row.values)));
+      return keyed ? result.rows.length : chunk.length;
+    }
+    for (let round = 0; ; round++) {
+      const held = await heldKeysOf(connection, dialect, spec, group, [...new Set(chunk.flatMap((row) => (row.key === undefined ? [] : [row.key])))]);
+      const seen = new Set<string>();
+      const kept = chunk.filter((row) => {
+        if (row.key === undefined) return true;
+        if (held.has(row.key) || seen.has(row.key)) return false;
+        seen.add(row.key);
+        return true;
+      });
+      if (kept.length === 0) return 0;
+      try {
+        const statement = this.#insert(spec, kept[0]!, kept.length);
+        await connection.execute(bindPositional(statement, kept.flatMap((row) => row.values)));
+        return kept.length;
+      } catch (error) {
+        if (!isDuplicateKeyError(error, dialect) || round >= 7) throw error;
+      }
+    }
   }
 
   #insert(spec: TableSpec, shape: RowToInsert, rowCount: number): Statement {
-    const key = `${spec.qualifiedName}\u0000${shape.shape}\u0000${rowCount}`;
+    const skipHeldKeys = shape.key !== undefined && this.#options.dialect.dedupe.heldKeyOnInsert === 'skipped';
+    const key = `${spec.qualifiedName}\u0000${shape.shape}\u0000${rowCount}\u0000${skipHeldKeys}`;
     let statement = this.#statements.get(key);
     if (!statement) {
-      const options = { retryAfterAsDelay: shape.isDueAsDelay };
+      const options = { retryAfterAsDelay: shape.isDueAsDelay, skipHeldKeys };
       statement = this.#options.dialect.insert.rows(spec, shape.columns, rowCount, options);
       this.#statements.set(key, statement);
     }
@@ -105,11 +215,16 @@ export class Publisher {
    * Then wakes this broker's subscriptions: at once, or for a delivery's transaction
    * (`tx: context.tx`) when it commits, since a claim could not see the rows before.
    */
-  async #write<T>(queue: Queue<unknown>, tx: unknown, insert: (connection: Connection) => Promise<T>): Promise<T> {
+  async #write<T>(
+    queue: Queue<unknown>,
+    tx: unknown,
+    insert: (connection: Connection) => Promise<T>,
+    wroteRows: (result: T) => boolean = () => true,
+  ): Promise<T> {
     const { driver } = this.#options;
     const insertThenNotify = async (connection: Connection): Promise<T> => {
       const result = await insert(connection);
-      await this.#notify(queue, connection);
+      if (wroteRows(result)) await this.#notify(queue, connection);
       return result;
     };
     // The service's connection, or the delivery's transaction, stays with its owner.
@@ -117,6 +232,7 @@ export class Publisher {
       tx === undefined
         ? await withConnection(driver, insertThenNotify)
         : await insertThenNotify(tx instanceof DeliveryTransaction ? tx.asConnection() : driver.adopt(tx));
+    if (!wroteRows(result)) return result;
     const wake = () => this.#options.wake(queue.table.spec, queue.group);
     if (tx instanceof DeliveryTransaction) tx.afterCommit(wake);
     else wake();
@@ -130,16 +246,31 @@ export class Publisher {
    * without an error. A failure rolls back, or destroys the connection when even that fails (a
    * lost connection, whose transaction the server rolls back as the session ends).
    */
-  async #writeInTransaction(queue: Queue<unknown>, insert: (connection: Connection) => Promise<void>): Promise<void> {
+  async #writeInTransaction(queue: Queue<unknown>, insert: (connection: Connection) => Promise<number>): Promise<number> {
     const { driver, dialect } = this.#options;
     const session = dialect.session;
     // One writer (SQLite): take the write lock at begin, not at the first insert.
     const statements = { begin: session.begin({ sqliteBegin: 'immediate' }), commit: session.commit(), rollback: session.rollback() };
-    await withConnection(driver, async (connection) => {
-      await inTransaction(connection, statements, () => insert(connection));
-      await this.#notify(queue, connection);
+    const written = await withConnection(driver, async (connection) => {
+      const inserted = await inTransaction(connection, statements, () => insert(connection));
+      if (inserted > 0) await this.#notify(queue, connection);
+      return inserted;
     });
-    this.#options.wake(queue.table.spec, queue.group);
+    if (written > 0) this.#options.wake(queue.table.spec, queue.group);
+    return written;
+  }
+
+  /** The windows table, created once per publisher before its first `dedupeForMs` publish. */
+  #dedupeWindowsReady(): Promise<DedupeWindows> {
+    this.#dedupeWindows ??= DedupeWindows.create(
+      this.#options.driver,
+      this.#options.dialect.name,
+      this.#options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
+    ).catch((error: unknown) => {
+      this.#dedupeWindows = undefined;
+      throw error;
+    });
+    return this.#dedupeWindows;
   }
 
   /** Runs the queue's notification, if any; a failure is reported, never thrown: the rows are written. */
@@ -163,6 +294,8 @@ export class Publisher {
 }
 
 interface RowToInsert {
+  /** The dedupe key, when the publish gave one. */
+  readonly key: string | undefined;
   readonly columns: readonly string[];
   readonly values: unknown[];
   /** Database-clock tables: the retryAfter value is a delay in microseconds from the database's now. */
@@ -193,6 +326,7 @@ function insertColumns(spec: TableSpec): string[] {
   if (spec.retryAfter) columns.push(spec.retryAfter);
   if (spec.headers) columns.push(spec.headers);
   if (spec.payload) columns.push(spec.payload);
+  if (spec.dedupeKey) columns.push(spec.dedupeKey);
   return columns;
 }
 
@@ -252,11 +386,17 @@ function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: Pu
   setRole(spec.headers, 'headers', options.headers, () =>
     options.headers === undefined ? null : encodeHeaders(options.headers, where),
   );
+  const keyed = options as { dedupeKey?: unknown; dedupe?: unknown; dedupeForMs?: unknown };
+  const key = keyed.dedupeKey === undefined ? undefined : checkDedupeKey(spec, keyed.dedupeKey, where);
+  if (key === undefined && (keyed.dedupe !== undefined || keyed.dedupeForMs !== undefined)) {
+    throw new DeclarationError(`${where}: dedupe and dedupeForMs need a dedupeKey`);
+  }
+  if (spec.dedupeKey !== undefined) byColumn.set(spec.dedupeKey, key ?? null);
   const columns = insertColumns(spec);
   if (spec.payload) byColumn.set(spec.payload, requirePayloadSize(encodePayload(payload, where), maxPayloadBytes, where));
   else columns.push(...rowModeColumns(spec, payload, byColumn, where));
-  const shape = `${columns.join(',')}${isDueAsDelay ? '\u0000due as delay' : ''}`;
-  return { columns, values: columns.map((column) => byColumn.get(column)), isDueAsDelay, shape };
+  const shape = `${columns.join(',')}${isDueAsDelay ? '\u0000due as delay' : ''}${key === undefined ? '' : '\u0000keyed'}`;
+  return { key, columns, values: columns.map((column) => byColumn.get(column)), isDueAsDelay, shape };
 }
 
 /**

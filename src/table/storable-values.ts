@@ -11,6 +11,9 @@ export const MAX_PRIORITY = 32_767;
 /** The group column is VARCHAR(255) on MySQL/MariaDB, which counts characters, not bytes. */
 export const MAX_QUEUE_NAME_CHARACTERS = 255;
 
+/** The dedupe key column is VARCHAR(255) on MySQL/MariaDB too, so a key is at most 255 characters. */
+export const MAX_DEDUPE_KEY_CHARACTERS = 255;
+
 /**
  * Instants from year 1 to year 9999. MySQL's DATETIME ends at 9999; SQLite keeps times as
  * fixed-width text that sorts as time only while the year has four digits (`+010000-…` sorts

@@ -37,6 +37,11 @@ export interface TableSpec {
   readonly advisoryLock: readonly KeyPart[] | undefined;
   readonly headers: string | undefined;
   readonly payload: string | undefined;
+  /**
+   * Unique messages: the key a publish may give (`dedupeKey`), unique per group among the rows
+   * that hold one. Settlements that keep a row (processedAt, dead letters) clear it.
+   */
+  readonly dedupeKey: string | undefined;
   readonly isolation: IsolationLevel | undefined;
   readonly sqliteBegin: SqliteBeginMode | undefined;
   readonly clock: ClockName;
@@ -58,6 +63,7 @@ export interface TableDeclaration {
   advisoryLock?: string;
   headers?: string;
   payload?: string;
+  dedupeKey?: string;
   isolation?: IsolationLevel;
   sqliteBegin?: SqliteBeginMode;
   clock?: ClockName;
@@ -73,6 +79,7 @@ export const COLUMN_ROLES = [
   'lockedUntil',
   'headers',
   'payload',
+  'dedupeKey',
 ] as const;
 
 const DECLARATION_KEYS: ReadonlySet<string> = new Set([
@@ -178,6 +185,7 @@ export function createTableSpec(declaration: TableDeclaration): TableSpec {
     advisoryLock,
     headers: roles.headers,
     payload: roles.payload,
+    dedupeKey: roles.dedupeKey,
     isolation,
     sqliteBegin,
     clock,

@@ -2,7 +2,7 @@ import { MAX_IDENTIFIER_CHARACTERS } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import { tableOf } from '../claim-clauses.js';
 import { BACKTICK_STYLE, renderDdl, sql } from '../quoting.js';
-import { claimOrderIndex, columnDefinitions, type ColumnTypes } from '../table-ddl.js';
+import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, type ColumnTypes } from '../table-ddl.js';
 import { exactTextCharset } from './mysql-collation.js';
 
 /**
@@ -33,6 +33,7 @@ function columnTypes(options: { mariadb: boolean }): ColumnTypes {
     lockedUntil: 'DATETIME NULL',
     headers: 'JSON NULL',
     payload: 'LONGBLOB NOT NULL',
+    dedupeKey: `VARCHAR(255) ${exactText} NULL`,
     keyColumn: 'TEXT NULL',
   };
 }
@@ -52,6 +53,8 @@ export function renderMysqlCreateTable(spec: TableSpec, options: { mariadb: bool
     schemaOn: 'table',
   });
   if (index !== undefined) statements.push(index);
+  const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' });
+  if (keyIndex !== undefined) statements.push(keyIndex);
   return statements.map((statement) => renderDdl(BACKTICK_STYLE, statement));
 }
 

@@ -33,6 +33,7 @@ import {
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
+import { createDedupeStatements } from '../dedupe-statements.js';
 import { BACKTICK_STYLE, identifier, joinSql, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
 import { createMysqlAdvisoryStatements } from './mysql-advisory.js';
@@ -91,16 +92,21 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
     advisory: createMysqlAdvisoryStatements(options),
     // MariaDB's DELETE … RETURNING cannot feed an INSERT, so both flavours copy then delete.
     settle: Object.freeze(createSettleStatements(style, MYSQL_HEADERS_WITH_LAST_ERROR)),
+    dedupe: createDedupeStatements(style, 'error'),
     insert: Object.freeze({
-      rows: (spec: TableSpec, columns: readonly string[], rowCount: number, insertOptions?: InsertOptions) =>
-        renderInsertRows(
+      rows: (spec: TableSpec, columns: readonly string[], rowCount: number, insertOptions?: InsertOptions) => {
+        if (insertOptions?.skipHeldKeys === true) {
+          throw new TypeError('insert.rows cannot skip held dedupe keys on MySQL or MariaDB: a held key fails the insert (errno 1062)');
+        }
+        return renderInsertRows(
           style,
           spec,
           columns,
           rowCount,
           { returnsId: capabilities.supportsInsertReturning, rowOfDefaults: 'emptyValueLists' },
           insertOptions,
-        ),
+        );
+      },
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),

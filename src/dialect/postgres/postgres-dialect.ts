@@ -37,6 +37,7 @@ import {
   renderProbeColumns,
   renderRowLockFinishMany,
 } from '../portable-statements.js';
+import { createDedupeStatements } from '../dedupe-statements.js';
 import { DOUBLE_QUOTE_STYLE, identifier, param, renderStatement, sql, textLiteral, type SqlStyle } from '../quoting.js';
 import { renderPostgresCreateTable } from './postgres-ddl.js';
 import { createPostgresAdvisoryStatements } from './postgres-advisory.js';
@@ -83,6 +84,7 @@ export function createPostgresDialect(): Dialect {
         renderDeadLetterToTable(spec, columns, target, options),
       ]),
     ),
+    dedupe: createDedupeStatements(style, 'skipped'),
     insert: Object.freeze({
       rows: (spec: TableSpec, columns: readonly string[], rowCount: number, options?: InsertOptions) =>
         renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }, options),

@@ -17,7 +17,7 @@
  * 250 rows of a 20,000-row table, where the index takes under 1 ms.
  */
 import type { TableSpec } from '../../table/table-spec.js';
-import { columnList, requireLeaseColumn, tableOf } from '../claim-clauses.js';
+import { columnList, keyFreed, requireLeaseColumn, tableOf } from '../claim-clauses.js';
 import { nowOf } from '../database-clock.js';
 import type { LeaseSettleMany, LeaseSettleManyRequest, TableColumns } from '../dialect.js';
 import { copiedColumns, deadLetterTableOf } from '../portable-statements.js';
@@ -52,7 +52,7 @@ export function renderPostgresSettleMany(
   switch (request.kind) {
     case 'finish':
       if (spec.processedAt === undefined) return render(sql`WITH ${settled} ${remove} ${returningId}`);
-      return render(update(sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`));
+      return render(update(joinSql([sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`, ...keyFreed(spec)], ', ')));
     case 'release':
       return render(update(undefined));
     case 'retryAfter':
@@ -62,7 +62,7 @@ export function renderPostgresSettleMany(
       if (target === undefined) return undefined;
       if (target.kind === 'group') {
         if (spec.group === undefined) return undefined;
-        return render(update(sql`${identifier(spec.group.column)} = ${param('destination')}`));
+        return render(update(joinSql([sql`${identifier(spec.group.column)} = ${param('destination')}`, ...keyFreed(spec)], ', ')));
       }
       // The same move as the one-row dead letter: the delete's RETURNING feeds the insert.
       const moved = sql`tablequeue_moved AS (${remove} RETURNING ${columnList(columns)})`;

@@ -1,7 +1,7 @@
 import type { TableSpec } from '../../table/table-spec.js';
 import { tableOf } from '../claim-clauses.js';
 import { BACKTICK_STYLE, renderDdl, sql } from '../quoting.js';
-import { claimOrderIndex, columnDefinitions, type ColumnTypes } from '../table-ddl.js';
+import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, type ColumnTypes } from '../table-ddl.js';
 
 /**
  * Times are fixed-width UTC text, `YYYY-MM-DDTHH:MM:SS.sss+00:00`, the layout the broker binds:
@@ -20,6 +20,7 @@ const SQLITE_COLUMN_TYPES: ColumnTypes = {
   lockedUntil: 'TEXT',
   headers: 'TEXT',
   payload: 'BLOB NOT NULL',
+  dedupeKey: 'TEXT',
   keyColumn: 'TEXT',
 };
 
@@ -32,5 +33,7 @@ export function renderSqliteCreateTable(spec: TableSpec): string[] {
     schemaOn: 'index',
   });
   if (index !== undefined) statements.push(index);
+  const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: () => true, partial: true, schemaOn: 'index' });
+  if (keyIndex !== undefined) statements.push(keyIndex);
   return statements.map((statement) => renderDdl(BACKTICK_STYLE, statement));
 }

@@ -24,6 +24,7 @@ import {
   renderInsertRows,
   renderProbeColumns,
 } from '../portable-statements.js';
+import { createDedupeStatements } from '../dedupe-statements.js';
 import { BACKTICK_STYLE, fixedSql, identifier, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
 import { createSqliteAdvisoryStatements } from './sqlite-advisory.js';
@@ -78,6 +79,7 @@ export function createSqliteDialect(): Dialect {
     fifo: Object.freeze({ guard: (): undefined => undefined }),
     advisory: createSqliteAdvisoryStatements(),
     settle: Object.freeze(createSettleStatements(style, SQLITE_HEADERS_WITH_LAST_ERROR)),
+    dedupe: createDedupeStatements(style, 'skipped'),
     insert: Object.freeze({
       rows: (spec: TableSpec, columns: readonly string[], rowCount: number, options?: InsertOptions) =>
         renderInsertRows(style, spec, columns, rowCount, { returnsId: true, rowOfDefaults: 'defaultValues' }, options),

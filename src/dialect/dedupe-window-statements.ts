@@ -1,0 +1,161 @@
+/**
+ * Throttle windows (`dedupeForMs`): one row per queue table, queue and key, open until
+ * `expires_at`. A window outlives the row it let in, so it cannot live in the queue table, whose
+ * rows are deleted when acked. Times are the publishing host's, bound like every other instant.
+ *
+ * Opening is one upsert that changes the row only when its window has passed: two publishes of
+ * one key race on the primary key, the second waits for the first's row lock (Postgres, MySQL) or
+ * the write lock (SQLite) and then finds the window open.
+ */
+import type { Statement } from '../statement.js';
+import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
+import {
+  BACKTICK_STYLE,
+  DOUBLE_QUOTE_STYLE,
+  fixedSql,
+  identifier,
+  joinSql,
+  param,
+  qualifiedName,
+  renderDdl,
+  renderStatement,
+  sql,
+  type SqlStyle,
+  type SqlText,
+} from './quoting.js';
+
+/** The table throttled publishes use when the broker option names none. */
+export const DEFAULT_DEDUPE_WINDOWS_TABLE = 'tablequeue_dedupe_windows';
+
+export interface DedupeWindowsTable {
+  readonly schema: string | undefined;
+  readonly name: string;
+}
+
+export type DedupeWindowDatabase = 'postgres' | 'mysql' | 'sqlite';
+
+export const DEDUPE_WINDOW_COLUMNS = Object.freeze({
+  queueTable: 'queue_table',
+  queueName: 'queue_name',
+  dedupeKey: 'dedupe_key',
+  openedBy: 'opened_by',
+  expiresAt: 'expires_at',
+});
+
+export interface DedupeWindowStatements {
+  /** `CREATE TABLE IF NOT EXISTS`, run before a broker's first throttled publish. */
+  createTable(table: DedupeWindowsTable): string;
+  /**
+   * Opens the window of `column:queue_table`, `column:queue_name`, `column:dedupe_key` until
+   * `column:expires_at`, unless one is open at `now`. With `opensInOneStatement` it returns one
+   * row when it opened the window and none otherwise; without (MySQL), `openedBy` reads back
+   * whether `column:opened_by` (a token unique to this publish) is the opener.
+   */
+  open(table: DedupeWindowsTable): Statement;
+  readonly opensInOneStatement: boolean;
+  /** MySQL: `opened_by` of the window (params as `open`, without the times and the token). */
+  openedBy(table: DedupeWindowsTable): Statement;
+}
+
+interface WindowSpelling {
+  readonly style: SqlStyle;
+  readonly types: { readonly text: string; readonly token: string; readonly time: string };
+  /** `INSERT INTO` what: the table, under an alias where the update's condition names the existing row by it. */
+  into(table: SqlText): SqlText;
+  /** What follows the VALUES list: change the window only when it has passed. */
+  readonly reopenWhenPassed: SqlText;
+  readonly opensInOneStatement: boolean;
+}
+
+const c = DEDUPE_WINDOW_COLUMNS;
+const KEY_COLUMNS = [c.queueTable, c.queueName, c.dedupeKey];
+const EXISTING = 'tablequeue_window';
+
+/** Postgres and SQLite spell the upsert alike but for the case of `excluded`, which both accept. */
+const UPSERT_REOPENING_WHEN_PASSED = sql` ON CONFLICT (${joinSql(KEY_COLUMNS.map(identifier), ', ')}) DO UPDATE SET ${identifier(c.openedBy)} = excluded.${identifier(c.openedBy)}, ${identifier(c.expiresAt)} = excluded.${identifier(c.expiresAt)} WHERE ${identifier(EXISTING)}.${identifier(c.expiresAt)} <= ${param('now')} RETURNING 1 AS ${identifier('opened')}`;
+
+const POSTGRES: WindowSpelling = {
+  style: DOUBLE_QUOTE_STYLE,
+  types: { text: 'text', token: 'text', time: 'timestamptz' },
+  into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
+  reopenWhenPassed: UPSERT_REOPENING_WHEN_PASSED,
+  opensInOneStatement: true,
+};
+
+/**
+ * Binary text: exact comparison on both flavours without naming a collation either may lack;
+ * 1,020 bytes hold 255 characters of any script, and the three make a 3,060-byte key, under
+ * InnoDB's 3,072. The update list binds the values again (`VALUES()` is deprecated in MySQL 8.0.20,
+ * MariaDB lacks the alias that replaces it) and sets `opened_by` before `expires_at`, since MySQL
+ * assigns left to right and the first test must read the old expiry.
+ */
+const MYSQL: WindowSpelling = {
+  style: BACKTICK_STYLE,
+  types: { text: 'varbinary(1020)', token: 'varchar(64) CHARACTER SET ascii', time: 'datetime(6)' },
+  into: (table) => table,
+  reopenWhenPassed: sql` ON DUPLICATE KEY UPDATE ${identifier(c.openedBy)} = IF(${identifier(c.expiresAt)} <= ${param('now')}, ${param(`column:${c.openedBy}`)}, ${identifier(c.openedBy)}), ${identifier(c.expiresAt)} = IF(${identifier(c.expiresAt)} <= ${param('now')}, ${param(`column:${c.expiresAt}`)}, ${identifier(c.expiresAt)})`,
+  opensInOneStatement: false,
+};
+
+const SQLITE: WindowSpelling = {
+  style: BACKTICK_STYLE,
+  types: { text: 'text', token: 'text', time: 'text' },
+  into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
+  reopenWhenPassed: UPSERT_REOPENING_WHEN_PASSED,
+  opensInOneStatement: true,
+};
+
+const SPELLINGS: Record<DedupeWindowDatabase, WindowSpelling> = { postgres: POSTGRES, mysql: MYSQL, sqlite: SQLITE };
+
+/** Parses and validates `name` or `schema.name` for the windows table on `database`. */
+export function parseDedupeWindowsTable(value: string, database: DedupeWindowDatabase): DedupeWindowsTable {
+  const parsed = parseQualifiedName(value, 'dedupe windows table');
+  if (database === 'postgres') {
+    validatePostgresIdentifier(parsed.name, 'dedupe windows table');
+    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of dedupe windows table');
+  }
+  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+}
+
+export function createDedupeWindowStatements(database: DedupeWindowDatabase): DedupeWindowStatements {
+  const spelling = SPELLINGS[database];
+  const { style, types } = spelling;
+  const tableOf = (table: DedupeWindowsTable) => qualifiedName(table.schema, table.name);
+  const keyMatches = joinSql(
+    KEY_COLUMNS.map((column) => sql`${identifier(column)} = ${param(`column:${column}`)}`),
+    ' AND ',
+  );
+  return Object.freeze({
+    opensInOneStatement: spelling.opensInOneStatement,
+    createTable: (table: DedupeWindowsTable) => {
+      const definitions: [string, string][] = [
+        [c.queueTable, `${types.text} NOT NULL`],
+        [c.queueName, `${types.text} NOT NULL`],
+        [c.dedupeKey, `${types.text} NOT NULL`],
+        [c.openedBy, `${types.token} NOT NULL`],
+        [c.expiresAt, `${types.time} NOT NULL`],
+      ];
+      const list = joinSql(
+        definitions.map(([name, type]) => sql`  ${identifier(name)} ${fixedSql(type)}`),
+        ',\n',
+      );
+      const primaryKey = sql`  PRIMARY KEY (${joinSql(KEY_COLUMNS.map(identifier), ', ')})`;
+      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOf(table)} (\n${list},\n${primaryKey}\n)`);
+    },
+    open: (table: DedupeWindowsTable) => {
+      const columns = [...KEY_COLUMNS, c.openedBy, c.expiresAt];
+      const values = joinSql(columns.map((column) => param(`column:${column}`)), ', ');
+      return renderStatement(
+        style,
+        'dedupeWindow.open',
+        sql`INSERT INTO ${spelling.into(tableOf(table))} (${joinSql(columns.map(identifier), ', ')}) VALUES (${values})${spelling.reopenWhenPassed}`,
+      );
+    },
+    openedBy: (table: DedupeWindowsTable) =>
+      renderStatement(
+        style,
+        'dedupeWindow.openedBy',
+        sql`SELECT ${identifier(c.openedBy)} FROM ${tableOf(table)} WHERE ${keyMatches}`,
+      ),
+  });
+}
