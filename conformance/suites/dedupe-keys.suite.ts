@@ -49,6 +49,8 @@ export function dedupeKeysSuite(context: SuiteContext): void {
         expect(await broker.publish(queue, { n: 2 }, { dedupeKey: 'user-42' })).toEqual({ status: 'duplicate', id: first.id });
         // Another queue of the same table has keys of its own.
         expect((await broker.publish(table.queue('sms'), { n: 3 }, { dedupeKey: 'user-42' })).status).toBe('published');
+        expect(broker.metrics()).toContain('tablequeue_publishes_deduplicated_total{table="jobs",queue="emails",status="duplicate"} 1\n');
+        expect(broker.metrics()).toContain('tablequeue_messages_published_total{table="jobs",queue="emails"} 1\n');
         finish.resolve();
         await untilStats(broker, queue, (stats) => stats.acked === 1, 'the first row acked');
         const third = await broker.publish(queue, { n: 4 }, { dedupeKey: 'user-42' });
@@ -239,13 +241,14 @@ export function dedupeKeysSuite(context: SuiteContext): void {
         const table = defineTable(keyedDeclaration(form));
         await createTable(stand, context.db, table);
         const queue = table.queue('emails');
-        const broker = createBroker(context.db, context.brokers);
+        const broker = createBroker(context.db, context.brokers, { dedupeWindowsTable: 'throttle_windows' });
         broker.subscribe(queue, () => Outcome.ack());
         await broker.start();
         const windowMs = 400;
         const opened = Date.now();
         const first = await broker.publish(queue, {}, { dedupeKey: 'throttled', dedupeForMs: windowMs });
         expect(first.status).toBe('published');
+        expect(await countRows(context.db, 'throttle_windows')).toBe(1);
         await untilStats(broker, queue, (stats) => stats.acked === 1, 'the first row acked');
         const refused = await broker.publish(queue, {}, { dedupeKey: 'throttled', dedupeForMs: windowMs });
         // Handled already: nothing holds the key but the window, so there is no id to give.

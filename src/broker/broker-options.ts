@@ -4,6 +4,7 @@ import { DEFAULT_ACQUIRE_TIMEOUT_MS } from '../driver/pool-gate.js';
 import { MAX_LEASE_MS, positiveMilliseconds } from '../option-checks.js';
 import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { parseQualifiedName } from '../table/identifier.js';
+import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -58,6 +59,11 @@ export interface BrokerOptions {
    * if missing at start when the broker has schedules. Default `tablequeue_schedules`.
    */
   schedulesTable?: string;
+  /**
+   * Where `dedupeForMs` keeps its windows: `name` or `schema.name`, created if missing before the
+   * first throttled publish. Default `tablequeue_dedupe_windows`.
+   */
+  dedupeWindowsTable?: string;
 }
 
 export interface ResolvedBrokerOptions {
@@ -74,6 +80,7 @@ export interface ResolvedBrokerOptions {
   readonly listen: boolean | undefined;
   readonly heartbeat: ResolvedHeartbeatOptions | undefined;
   readonly schedulesTable: string;
+  readonly dedupeWindowsTable: string;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -95,6 +102,7 @@ const OPTION_KEYS = new Set([
   'listen',
   'heartbeat',
   'schedulesTable',
+  'dedupeWindowsTable',
 ]);
 
 /** The error goes last, where the console prints its stack (and cause) below the line and the other fields. */
@@ -129,6 +137,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     throw new DeclarationError(`new Broker: connectionLimit must be a whole number of at least 1, got ${String(connectionLimit)}`);
   }
   if (options.schedulesTable !== undefined) parseQualifiedName(options.schedulesTable, `${WHERE}: schedulesTable`);
+  if (options.dedupeWindowsTable !== undefined) parseQualifiedName(options.dedupeWindowsTable, `${WHERE}: dedupeWindowsTable`);
   if (options.listen !== undefined && typeof options.listen !== 'boolean') {
     throw new DeclarationError(`new Broker: listen must be true or false, got ${String(options.listen)}`);
   }
@@ -145,6 +154,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     listen: options.listen,
     heartbeat: resolveHeartbeatOptions(options.heartbeat),
     schedulesTable: options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE,
+    dedupeWindowsTable: options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
   });
 }
 

@@ -224,6 +224,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
         maxPayloadBytes: this.#options.maxPayloadBytes,
         notify: listen?.statements,
         onNotifyError: (error, detail) => this.#reportError(error, detail),
+        dedupeWindowsTable: this.#options.dedupeWindowsTable,
       });
       // Subscriptions that give up on their handlers at the same stop share one cancel: one
       // session of its own, not one per subscription, cancels what runs on the broker's connections.

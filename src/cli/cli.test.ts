@@ -93,6 +93,13 @@ describe('tablequeue command line', () => {
     expect(printed.stdout).toMatch(/ENGINE=InnoDB/);
   });
 
+  it('init --dedupe-key adds the key column and its unique index', async () => {
+    const printed = await runCliHere(['init', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--lease', '--dedupe-key', '--print']);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toMatch(/"dedupe_key" TEXT NULL/);
+    expect(printed.stdout).toMatch(/CREATE UNIQUE INDEX "jobs_dedupe_key" ON "jobs" \("queue", "dedupe_key"\) WHERE "dedupe_key" IS NOT NULL/);
+  });
+
   it('refuses operator commands written wrongly with exit code 2 before connecting', async () => {
     const url = 'postgres://nowhere.invalid/db';
     const [watch, column, both, neither] = await Promise.all([

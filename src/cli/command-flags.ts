@@ -13,6 +13,7 @@ export const INIT_FLAGS = {
   fifo: { type: 'boolean' },
   priority: { type: 'boolean' },
   'partition-key': { type: 'boolean' },
+  'dedupe-key': { type: 'boolean' },
   'no-group': { type: 'boolean' },
   'row-mode': { type: 'boolean' },
   'if-not-exists': { type: 'boolean' },

@@ -32,6 +32,7 @@ ${DATABASE_FLAGS_HELP}
   --priority                add priority: smaller first
   --fifo                    make the queue column a FIFO group column
   --partition-key           add a partition_key column for keyed lanes
+  --dedupe-key              add dedupe_key and its unique index: publish with { dedupeKey }
   --no-group                no queue column: the whole table is one queue
   --row-mode                no payload column: handlers receive the row
   --if-not-exists           leave a table of that name as it is (exit 0); without it an existing
@@ -52,6 +53,7 @@ export interface InitLayoutFlags {
   readonly priority?: boolean | undefined;
   readonly fifo?: boolean | undefined;
   readonly 'partition-key'?: boolean | undefined;
+  readonly 'dedupe-key'?: boolean | undefined;
   readonly 'no-group'?: boolean | undefined;
   readonly 'row-mode'?: boolean | undefined;
 }
@@ -70,6 +72,7 @@ export function initDeclaration(flags: InitLayoutFlags): TableDeclaration {
   if (flags.lease === true) declaration.lockedUntil = 'locked_until';
   declaration.headers = 'headers';
   if (flags['row-mode'] !== true) declaration.payload = 'payload';
+  if (flags['dedupe-key'] === true) declaration.dedupeKey = 'dedupe_key';
   return declaration;
 }
 
@@ -150,7 +153,7 @@ async function initSchedulesTable(database: string, values: InitSchedulesFlags, 
 }
 
 /** The queue table's flags, which `--schedules` refuses. */
-const LAYOUT_FLAG_NAMES = ['table', 'schema', 'lease', 'mark', 'priority', 'fifo', 'partition-key', 'no-group', 'row-mode', 'if-not-exists'] as const;
+const LAYOUT_FLAG_NAMES = ['table', 'schema', 'lease', 'mark', 'priority', 'fifo', 'partition-key', 'dedupe-key', 'no-group', 'row-mode', 'if-not-exists'] as const;
 
 type InitSchedulesFlags = Partial<Record<(typeof LAYOUT_FLAG_NAMES)[number], unknown>> & {
   readonly 'schedules-table'?: string | undefined;

@@ -79,6 +79,7 @@ export class BrokerMetrics {
   readonly #registry = new MetricRegistry();
   readonly #published: MetricFamily<Counter>;
   readonly #publishedByQueue = new WeakMap<Queue<unknown>, Counter>();
+  readonly #keyed: MetricFamily<Counter>;
   readonly #handled: MetricFamily<Counter>;
   readonly #handlerSeconds: MetricFamily<Histogram>;
   readonly #publishToHandlerSeconds: MetricFamily<Histogram>;
@@ -92,6 +93,11 @@ export class BrokerMetrics {
     const registry = this.#registry;
     const counter = (name: string, help: string, labelNames = LABELS) => registry.counter({ name, help, labelNames });
     this.#published = counter('tablequeue_messages_published_total', 'Messages written by publish and publishMany (with tx: written, whether or not the transaction commits).');
+    this.#keyed = counter(
+      'tablequeue_publishes_deduplicated_total',
+      'Keyed publishes that met a row holding their key: status duplicate (nothing written) or replaced (the waiting row took the new values).',
+      [...LABELS, 'status'],
+    );
     this.#copied = {
       claims: counter('tablequeue_claims_total', 'Claim statements run, including those that took nothing or failed.'),
       emptyClaims: counter('tablequeue_empty_claims_total', 'Claims that found no row to take.'),
@@ -152,6 +158,11 @@ export class BrokerMetrics {
   }
 
   /** Counts rows written to `queue`; the queue's series is looked up once per Queue object. */
+  /** A keyed publish that wrote no new row. */
+  countDeduplicated(queue: Queue<unknown>, status: 'duplicate' | 'replaced'): void {
+    this.#keyed.labels(queue.table.spec.qualifiedName, queue.group ?? '', status).inc(1);
+  }
+
   countPublished(queue: Queue<unknown>, count: number): void {
     let series = this.#publishedByQueue.get(queue);
     if (series === undefined) {

@@ -82,6 +82,7 @@ export class Observability {
         ? await write(options)
         : await tracing.publish(queue.label, 1, (trace) => write(withTraceHeaders(queue, options, trace)), idOfPublish);
     if (typeof result === 'string' || result.status === 'published') this.#metrics.countPublished(queue, 1);
+    else this.#metrics.countDeduplicated(queue, result.status);
     return result;
   }
 
