@@ -17,9 +17,10 @@ const FILL_CHUNK = 5_000;
 
 /**
  * The table every run drains: the roles a typical service declares (delays, attempts, a
- * payload) and, for the lease form, `lockedUntil`. No group: one queue per table.
+ * payload) and, for the lease form, `lockedUntil`. No group: one queue per table. `isKeyed` adds
+ * the `dedupeKey` column (unique messages), whose unique index `createTableSql` renders too.
  */
-export function createBenchTable(form: BenchForm): QueueTable {
+export function createBenchTable(form: BenchForm, options: { readonly isKeyed?: boolean } = {}): QueueTable {
   return defineTable({
     table: TABLE_NAME,
     id: 'id',
@@ -27,6 +28,7 @@ export function createBenchTable(form: BenchForm): QueueTable {
     attempt: 'attempt',
     ...(form === 'lease' ? { lockedUntil: 'locked_until' } : {}),
     payload: 'payload',
+    ...(options.isKeyed === true ? { dedupeKey: 'dedupe_key' } : {}),
   });
 }
 

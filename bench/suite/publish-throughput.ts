@@ -12,18 +12,43 @@ export const PUBLISH_MANY_CALL = 1_000;
 /** Rows per multi-row insert statement, as the library's publisher writes them. */
 const ROWS_PER_INSERT = 500;
 const CLOSE_GRACE_MS = 10_000;
+/**
+ * The key of the one untimed publish every keyed run starts with: the first keyed publish of a
+ * broker also checks the table's unique index (MySQL and MariaDB read information_schema, once
+ * per table), which is no part of a publish's steady cost. The duplicates repeat this key.
+ */
+const FIRST_KEY = 'first';
 
-/** How rows are written: the library's publish calls, or the same statements by hand. */
-export type PublishVariant = 'service' | 'raw';
+/**
+ * How rows are written: the library's publish calls (`service`); the same into a table with a
+ * dedupe key column, every row with a key of its own (`keyed`); every publish with the key a row
+ * already holds, so each is a duplicate and writes nothing (`keyedDuplicate`, one at a time
+ * only); or the plain publish's statements by hand (`raw`).
+ */
+export type PublishVariant = 'service' | 'keyed' | 'keyedDuplicate' | 'raw';
 /** One message per call, awaited before the next; or `publishMany` in calls of 1,000. */
 export type PublishMode = 'one' | 'many';
 
+/** How reports and progress lines name each variant. */
+export const PUBLISH_VARIANT_LABELS: Readonly<Record<PublishVariant, string>> = {
+  service: 'tablequeue',
+  keyed: 'tablequeue, keyed (a key per row)',
+  keyedDuplicate: 'tablequeue, keyed, one held key (duplicates)',
+  raw: 'raw statements',
+};
+
 export interface PublishMeasurement {
+  /** Publishes timed: rows written, or for `keyedDuplicate` duplicates answered. */
   readonly rows: number;
   readonly seconds: number;
   readonly rowsPerSecond: number;
-  /** Rows in the table afterwards: equal to `rows` when every write landed once. */
+  /** Rows in the table afterwards. */
   readonly counted: number;
+  /**
+   * Rows the table holds when every publish did what it should: `rows`, one more for the keyed
+   * run's first publish, or that one alone for the duplicates.
+   */
+  readonly expected: number;
 }
 
 /**
@@ -31,6 +56,7 @@ export interface PublishMeasurement {
  * through a broker as an application does (on Postgres each write also sends the table's
  * NOTIFY, since listen is on by default for a URL); the raw variant binds the dialect's own
  * insert (and notify) statements and runs them on the same driver, one connection per call.
+ * The keyed variants publish into the same table with a `dedupeKey` column and its unique index.
  */
 export async function measurePublish(
   database: BenchDatabase,
@@ -38,7 +64,8 @@ export async function measurePublish(
   mode: PublishMode,
   rows: number,
 ): Promise<PublishMeasurement> {
-  const table = createBenchTable('lease');
+  if (variant === 'keyedDuplicate' && mode !== 'one') throw new Error('duplicates are measured one publish at a time');
+  const table = createBenchTable('lease', { isKeyed: isKeyedVariant(variant) });
   const setup = createDriver(database.url, { poolSize: 1 });
   await setup.open();
   try {
@@ -46,30 +73,60 @@ export async function measurePublish(
   } finally {
     await setup.close();
   }
-  const seconds = variant === 'service' ? await publishWithService(database, mode, rows) : await publishWithRawStatements(database, mode, rows);
+  const seconds = variant === 'raw' ? await publishWithRawStatements(database, mode, rows) : await publishWithService(database, variant, mode, rows);
   const counter = createDriver(database.url, { poolSize: 1 });
   await counter.open();
   try {
     const [row] = await runSql(counter, `SELECT COUNT(*) AS counted FROM ${table.spec.qualifiedName}`);
-    return { rows, seconds, rowsPerSecond: seconds > 0 ? rows / seconds : 0, counted: Number(row?.counted) };
+    const expected = variant === 'keyedDuplicate' ? 1 : variant === 'keyed' ? rows + 1 : rows;
+    return { rows, seconds, rowsPerSecond: seconds > 0 ? rows / seconds : 0, counted: Number(row?.counted), expected };
   } finally {
     await counter.close();
   }
 }
 
-/** Publishes through a started broker; returns the seconds the publishing took (start and stop not counted). */
-async function publishWithService(database: BenchDatabase, mode: PublishMode, rows: number): Promise<number> {
+function isKeyedVariant(variant: PublishVariant): boolean {
+  return variant === 'keyed' || variant === 'keyedDuplicate';
+}
+
+/**
+ * Publishes through a started broker; returns the seconds the publishing took (start and stop not
+ * counted). Keyed runs start with one untimed publish of `FIRST_KEY`; then `keyed` publishes
+ * `rows` rows with keys `k0`, `k1`, …, and `keyedDuplicate` publishes `FIRST_KEY` `rows` times
+ * more. Each answer is checked, so a run counts only when every publish said what it should.
+ */
+async function publishWithService(database: BenchDatabase, variant: PublishVariant, mode: PublishMode, rows: number): Promise<number> {
   const broker = new Broker({ database: database.url, pool: { max: 2 } });
   await broker.start();
   try {
-    const queue = createBenchTable('lease').queue<{ n: number }>(BENCH_QUEUE_NAME);
+    const queue = createBenchTable('lease', { isKeyed: isKeyedVariant(variant) }).queue<{ n: number }>(BENCH_QUEUE_NAME);
+    const holder = isKeyedVariant(variant) ? await broker.publish(queue, { n: -1 }, { dedupeKey: FIRST_KEY }) : undefined;
+    if (holder !== undefined && holder.status !== 'published') throw new Error(`the first publish of key ${FIRST_KEY} said ${holder.status}, not published`);
     const startedAt = performance.now();
-    if (mode === 'one') {
+    if (mode === 'one' && variant === 'service') {
       for (let n = 0; n < rows; n += 1) await broker.publish(queue, { n });
+    } else if (mode === 'one' && variant === 'keyed') {
+      for (let n = 0; n < rows; n += 1) {
+        const result = await broker.publish(queue, { n }, { dedupeKey: `k${n}` });
+        if (result.status !== 'published') throw new Error(`publish of key k${n} said ${result.status}, not published`);
+      }
+    } else if (mode === 'one') {
+      for (let n = 1; n <= rows; n += 1) {
+        const result = await broker.publish(queue, { n }, { dedupeKey: FIRST_KEY });
+        if (result.status !== 'duplicate' || result.id !== holder?.id) {
+          throw new Error(`publish ${n} of the held key ${FIRST_KEY} said ${result.status} with id ${result.id}, not a duplicate of ${holder?.id}`);
+        }
+      }
     } else {
+      const isKeyed = variant === 'keyed';
       for (let first = 0; first < rows; first += PUBLISH_MANY_CALL) {
         const count = Math.min(PUBLISH_MANY_CALL, rows - first);
-        await broker.publishMany(queue, Array.from({ length: count }, (_, index) => ({ payload: { n: first + index } })));
+        const items = Array.from({ length: count }, (_, index) => ({
+          payload: { n: first + index },
+          ...(isKeyed ? { dedupeKey: `k${first + index}` } : {}),
+        }));
+        const written = await broker.publishMany(queue, items);
+        if (written !== count) throw new Error(`publishMany wrote ${written} of ${count} rows`);
       }
     }
     return (performance.now() - startedAt) / 1000;

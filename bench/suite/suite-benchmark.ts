@@ -10,7 +10,7 @@ import { failedRun } from '../partitioning/partitioning-benchmark.js';
 import { median, spread } from '../statistics.js';
 import type { Contender, ContenderKind } from './contender.js';
 import { measureMemoryWhileDraining, type MemoryResult, type MemorySettings } from './memory-drain.js';
-import { measurePublish, type PublishMode, type PublishVariant } from './publish-throughput.js';
+import { measurePublish, PUBLISH_VARIANT_LABELS, type PublishMode, type PublishVariant } from './publish-throughput.js';
 
 export interface SuiteSettings {
   readonly messages: number;
@@ -25,7 +25,8 @@ export interface SuiteSettings {
   readonly contenders: readonly Contender[];
   /** Rows published one at a time per publish run (publishMany writes `messages`); 0 runs none. */
   readonly publishOneRows: number;
-  readonly isPublishIncluded: boolean;
+  /** The publish runs, in the order each round takes them; empty runs none. */
+  readonly publishWays: readonly PublishWay[];
   /** The memory drain, when it runs. */
   readonly memory: Omit<MemorySettings, 'servers' | 'signal'> | undefined;
 }
@@ -78,6 +79,26 @@ export interface PublishRecord {
   readonly loadAverage: number;
 }
 
+/** One way of publishing: a variant, one at a time or through publishMany. */
+export interface PublishWay {
+  readonly variant: PublishVariant;
+  readonly mode: PublishMode;
+}
+
+/**
+ * Every publish run, in the order a round takes them: each keyed way right after the plain one it
+ * is held against, so both meet the same moment of a shared machine.
+ */
+export const PUBLISH_WAYS: readonly PublishWay[] = [
+  { variant: 'service', mode: 'one' },
+  { variant: 'keyed', mode: 'one' },
+  { variant: 'keyedDuplicate', mode: 'one' },
+  { variant: 'raw', mode: 'one' },
+  { variant: 'service', mode: 'many' },
+  { variant: 'keyed', mode: 'many' },
+  { variant: 'raw', mode: 'many' },
+];
+
 export interface PublishPoint extends Summary {
   readonly database: BenchDatabaseName;
   readonly variant: PublishVariant;
@@ -98,13 +119,13 @@ const KIND_ORDER: readonly ContenderKind[] = ['service', 'raw', 'peer'];
 /**
  * Per database and worker count, `rounds` rounds in which every contender drains once: the
  * service's forms, then the raw loops, then the peers, each on a fresh database, so that all of
- * them meet the same drift of a shared machine. Then publish throughput per database (the four
- * ways interleaved the same way), then the memory drain.
+ * them meet the same drift of a shared machine. Then publish throughput per database (its ways
+ * interleaved the same way), then the memory drain.
  */
 export async function runSuite(settings: SuiteSettings, interrupt: AbortSignal, onProgress: (line: string) => void): Promise<SuiteOutcome> {
   const databases = settings.databases.filter(
     (database) =>
-      settings.isPublishIncluded ||
+      settings.publishWays.length > 0 ||
       settings.contenders.some((contender) => contender.databases.includes(database)) ||
       (database === 'postgres' && settings.memory !== undefined),
   );
@@ -140,9 +161,9 @@ export async function runSuite(settings: SuiteSettings, interrupt: AbortSignal, 
     }
   }
 
-  if (settings.isPublishIncluded) {
+  if (settings.publishWays.length > 0) {
     for (const database of settings.databases) {
-      const ways = PUBLISH_WAYS.map((way) => ({ ...way, runs: [] as PublishRecord[] }));
+      const ways = settings.publishWays.map((way) => ({ ...way, runs: [] as PublishRecord[] }));
       for (let round = 1; round <= settings.rounds && !interrupt.aborted; round += 1) {
         for (const way of ways) {
           if (interrupt.aborted) break;
@@ -170,13 +191,6 @@ export async function runSuite(settings: SuiteSettings, interrupt: AbortSignal, 
   }
   return outcome(interrupt.aborted, memory);
 }
-
-const PUBLISH_WAYS: readonly { variant: PublishVariant; mode: PublishMode }[] = [
-  { variant: 'service', mode: 'one' },
-  { variant: 'raw', mode: 'one' },
-  { variant: 'service', mode: 'many' },
-  { variant: 'raw', mode: 'many' },
-];
 
 async function drainOnce(options: {
   settings: SuiteSettings;
@@ -235,8 +249,9 @@ async function publishOnce(options: {
   const database = await createBenchDatabase(options.database, settings.servers);
   try {
     const measurement = await measurePublish(database, variant, mode, rows);
-    const isValid = measurement.counted === rows;
-    return { round, rows, seconds: measurement.seconds, rowsPerSecond: measurement.rowsPerSecond, isValid, failure: isValid ? undefined : `${measurement.counted} rows in the table`, loadAverage: loadavg()[0]! };
+    const isValid = measurement.counted === measurement.expected;
+    const failure = isValid ? undefined : `${measurement.counted} rows in the table, not ${measurement.expected}`;
+    return { round, rows, seconds: measurement.seconds, rowsPerSecond: measurement.rowsPerSecond, isValid, failure, loadAverage: loadavg()[0]! };
   } catch (error) {
     const failure = error instanceof Error ? error.message : String(error);
     return { round, rows, seconds: 0, rowsPerSecond: 0, isValid: false, failure, loadAverage: loadavg()[0]! };
@@ -290,9 +305,10 @@ function describeDrain(database: BenchDatabaseName, workers: number, contender: 
 }
 
 function describePublish(database: BenchDatabaseName, variant: PublishVariant, mode: PublishMode, rounds: number, record: PublishRecord): string {
-  const where = `${database}, publish ${mode === 'one' ? 'one at a time' : 'publishMany'}, ${variant}, round ${record.round}/${rounds}:`;
+  const where = `${database}, publish ${mode === 'one' ? 'one at a time' : 'publishMany'}, ${PUBLISH_VARIANT_LABELS[variant]}, round ${record.round}/${rounds}:`;
   if (!record.isValid) return `${where} failed: ${record.failure}`;
-  return `${where} ${Math.round(record.rowsPerSecond).toLocaleString('en-US')} rows/s (${record.rows} rows, ${record.seconds.toFixed(2)} s, load ${record.loadAverage.toFixed(1)})`;
+  const unit = variant === 'keyedDuplicate' ? 'publishes' : 'rows';
+  return `${where} ${Math.round(record.rowsPerSecond).toLocaleString('en-US')} ${unit}/s (${record.rows} ${unit}, ${record.seconds.toFixed(2)} s, load ${record.loadAverage.toFixed(1)})`;
 }
 
 function describeMemory(memory: MemoryResult | { failure: string }): string {

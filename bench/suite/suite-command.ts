@@ -13,11 +13,14 @@ import { plainjobContenders } from '../peers/plainjob-drain.js';
 import { findCoalescingSwitch } from './coalescing.js';
 import type { Contender } from './contender.js';
 import { libraryContenders } from './library-contenders.js';
-import { runSuite, type SuiteSettings } from './suite-benchmark.js';
+import { PUBLISH_WAYS, runSuite, type PublishWay, type SuiteSettings } from './suite-benchmark.js';
 import { formatSuiteText, type SuiteResults } from './suite-report.js';
 
-/** The sections `--only` can name besides contenders and their kinds. */
-const SECTIONS = ['drain', 'publish', 'memory'] as const;
+/**
+ * The sections `--only` can name besides contenders and their kinds. `publish.keyed` is a part of
+ * `publish`: the keyed publishes and the plain service publishes they are held against.
+ */
+const SECTIONS = ['drain', 'publish', 'publish.keyed', 'memory'] as const;
 const KINDS = ['service', 'raw', 'peer'] as const;
 
 export const SUITE_USAGE = `usage: npm run bench [-- options]
@@ -25,7 +28,8 @@ export const SUITE_USAGE = `usage: npm run bench [-- options]
 The suite: tablequeue against its peers and against raw loops of its own statements, in the
 same run on the same databases. Per database, worker count and round, every contender drains
 N pre-inserted no-op messages on a fresh database (timed from the first handled message to the
-last); then publish throughput per database; then RSS while draining many rows on PostgreSQL.
+last); then publish throughput per database, plain and keyed; then RSS while draining many
+rows on PostgreSQL.
 Peers: pg-boss, graphile-worker and BullMQ on PostgreSQL, plainjob on SQLite.
 
   --messages N          messages per drain and rows per publishMany run (default 20000)
@@ -35,7 +39,8 @@ Peers: pg-boss, graphile-worker and BullMQ on PostgreSQL, plainjob on SQLite.
                         is --workers 1,4,16)
   --rounds N            interleaved rounds (default 3)
   --only LIST           what to run: drain, publish, memory; service, raw, peer; or contender
-                        names such as service.lease, raw.leaseBatch, peer.bullmq (default all)
+                        names such as service.lease, raw.leaseBatch, peer.bullmq (default all);
+                        publish.keyed: only the keyed publishes and the plain ones beside them
   --publish-one N       rows published one at a time per publish run (default 2000)
   --memory-rows N       rows of the memory drain (default 200000; the flatness check is meant for 1000000)
   --memory-workers N    workers of the memory drain (default 16)
@@ -117,7 +122,7 @@ export async function runSuiteCommand(argv: string[]): Promise<number> {
     servers: serversFromEnvironment(),
     contenders: selection.contenders,
     publishOneRows: readCount(values['publish-one'], '--publish-one', 0),
-    isPublishIncluded: selection.sections.has('publish'),
+    publishWays: publishWaysOf(selection.sections),
     memory: selection.sections.has('memory')
       ? {
           rows: memoryRows,
@@ -151,7 +156,8 @@ export async function runSuiteCommand(argv: string[]): Promise<number> {
       runTimeoutMs: settings.runTimeoutMs,
       contenders: settings.contenders.map((contender) => contender.id),
       publishOneRows: settings.publishOneRows,
-      isPublishIncluded: settings.isPublishIncluded,
+      isPublishIncluded: settings.publishWays.length > 0,
+      publishWays: settings.publishWays,
       memoryRows: settings.memory?.rows,
       memoryWorkers: settings.memory?.workers,
     },
@@ -181,6 +187,13 @@ function readWorkerCounts(text: string | undefined): Record<BenchDatabaseName, r
   if (text === undefined) return { ...DEFAULT_WORKER_COUNTS };
   const counts = text.split(',').map((item) => readCount(item, '--workers', 1));
   return { postgres: counts, mariadb: counts, sqlite: counts };
+}
+
+/** `publish` runs every way; `publish.keyed` the keyed ones and the plain service publishes beside them. */
+function publishWaysOf(sections: ReadonlySet<string>): readonly PublishWay[] {
+  if (sections.has('publish')) return PUBLISH_WAYS;
+  if (sections.has('publish.keyed')) return PUBLISH_WAYS.filter((way) => way.variant !== 'raw');
+  return [];
 }
 
 /**

@@ -1,7 +1,9 @@
 import type { BenchDatabaseName } from '../bench-database.js';
 import type { MachineDescription } from '../machine.js';
 import type { MemoryResult } from './memory-drain.js';
-import type { DrainPoint, PublishPoint } from './suite-benchmark.js';
+import { spread } from '../statistics.js';
+import { PUBLISH_VARIANT_LABELS } from './publish-throughput.js';
+import type { DrainPoint, PublishPoint, PublishRecord, PublishWay } from './suite-benchmark.js';
 
 /** What `npm run bench` writes to bench/results/suite.json, and what the report reads back. */
 export interface SuiteResults {
@@ -19,6 +21,8 @@ export interface SuiteResults {
     readonly contenders: readonly string[];
     readonly publishOneRows: number;
     readonly isPublishIncluded: boolean;
+    /** Absent in results written before keyed publishes were measured (every plain way ran). */
+    readonly publishWays?: readonly PublishWay[];
     readonly memoryRows: number | undefined;
     readonly memoryWorkers: number | undefined;
   };
@@ -52,10 +56,15 @@ export function drainRows(results: SuiteResults): DrainRow[] {
   });
 }
 
-/** Publish throughput with its ratios: the service over its raw statements, and over the best peer's bulk insert. */
+/**
+ * Publish throughput with its ratios: the service over its raw statements, and over the best
+ * peer's bulk insert; a keyed publish over the plain one.
+ */
 export interface PublishRow {
   readonly point: PublishPoint;
   readonly toRaw: number | undefined;
+  /** Keyed variants: median over the plain service publish's median, same database and mode. */
+  readonly toPlain: number | undefined;
   readonly toBestPeer: number | undefined;
   readonly bestPeerLabel: string | undefined;
   readonly bestPeerRowsPerSecond: number | undefined;
@@ -64,6 +73,7 @@ export interface PublishRow {
 export function publishRows(results: SuiteResults): PublishRow[] {
   return results.publishes.map((point) => {
     const raw = results.publishes.find((other) => other.database === point.database && other.mode === point.mode && other.variant === 'raw');
+    const plain = plainPublishOf(results, point);
     // Peers' bulk inserts are timed while they fill, in calls of 1,000 jobs: the publishMany
     // runs' comparison. Nothing comparable is measured for one job at a time.
     const peers = point.mode === 'many' ? peerInserts(results, point.database) : [];
@@ -71,10 +81,44 @@ export function publishRows(results: SuiteResults): PublishRow[] {
     return {
       point,
       toRaw: point.variant === 'service' ? ratio(point.median, raw?.median) : undefined,
+      toPlain: plain === undefined ? undefined : ratio(point.median, plain.median),
       toBestPeer: point.variant === 'service' ? ratio(point.median, bestPeer?.rowsPerSecond) : undefined,
       bestPeerLabel: bestPeer?.label,
       bestPeerRowsPerSecond: bestPeer?.rowsPerSecond,
     };
+  });
+}
+
+/** The plain service publish a keyed point is held against; undefined for the plain ones. */
+function plainPublishOf(results: SuiteResults, point: PublishPoint): PublishPoint | undefined {
+  if (point.variant !== 'keyed' && point.variant !== 'keyedDuplicate') return undefined;
+  return results.publishes.find((other) => other.database === point.database && other.mode === point.mode && other.variant === 'service');
+}
+
+/** A keyed publish beside the plain one it is held against: medians, and the ratio round by round. */
+export interface KeyedRow {
+  readonly keyed: PublishPoint;
+  readonly plain: PublishPoint | undefined;
+  /** Median over median. */
+  readonly toPlain: number | undefined;
+  /** Keyed over plain within each round where both counted (they ran one after the other). */
+  readonly roundRatios: number[];
+}
+
+/** Per database, the keyed publishes each beside its plain one, in the order they ran. */
+export function keyedRows(results: SuiteResults, database: BenchDatabaseName): KeyedRow[] {
+  return results.publishes
+    .filter((point) => point.database === database && (point.variant === 'keyed' || point.variant === 'keyedDuplicate'))
+    .map((keyed) => {
+      const plain = plainPublishOf(results, keyed);
+      return { keyed, plain, toPlain: ratio(keyed.median, plain?.median), roundRatios: plain === undefined ? [] : pairedRatios(keyed.runs, plain.runs) };
+    });
+}
+
+function pairedRatios(runs: readonly PublishRecord[], against: readonly PublishRecord[]): number[] {
+  return runs.flatMap((run) => {
+    const other = against.find((each) => each.round === run.round);
+    return run.isValid && other?.isValid === true && other.rowsPerSecond > 0 ? [run.rowsPerSecond / other.rowsPerSecond] : [];
   });
 }
 
@@ -164,6 +208,10 @@ export function formatSuiteText(results: SuiteResults): string {
   }
   const publishes = publishRows(results);
   if (publishes.length > 0) sections.push(`publish\n${textTable(publishHeader, publishes.map(publishCells))}`);
+  for (const database of publishDatabases(results)) {
+    const keyed = keyedRows(results, database);
+    if (keyed.length > 0) sections.push(`keyed publishes, ${database}\n${textTable(keyedHeader, keyed.map(keyedCells))}`);
+  }
   const aims = aimRows(results);
   if (aims.length > 0) sections.push(`aims\n${textTable(aimHeader, aims.map(aimCells))}`);
   if (results.memory !== undefined) sections.push(`memory\n${describeMemoryLine(results.memory)}`);
@@ -180,6 +228,10 @@ export function formatSuiteMarkdown(results: SuiteResults): string {
   }
   const publishes = publishRows(results);
   if (publishes.length > 0) sections.push(`#### Publish throughput\n\n${markdownTable(publishHeader, publishes.map(publishCells), 3)}`);
+  for (const database of publishDatabases(results)) {
+    const keyed = keyedRows(results, database);
+    if (keyed.length > 0) sections.push(`#### Keyed publishes, ${database}\n\n${markdownTable(keyedHeader, keyed.map(keyedCells), 1)}`);
+  }
   const aims = aimRows(results);
   if (aims.length > 0) sections.push(`#### The aims\n\n${markdownTable(aimHeader, aims.map(aimCells), 3)}`);
   if (results.memory !== undefined) sections.push(`#### Memory\n\n${describeMemoryLine(results.memory)}`);
@@ -202,7 +254,7 @@ function drainCells(row: DrainRow): string[] {
   ];
 }
 
-const publishHeader = ['database', 'publish', 'by', 'rows/s median (min–max)', '× raw statements', '× best peer bulk insert'];
+const publishHeader = ['database', 'publish', 'by', 'rows/s median (min–max)', '× raw statements', '× plain publish', '× best peer bulk insert'];
 
 function publishCells(row: PublishRow): string[] {
   const { point } = row;
@@ -210,11 +262,37 @@ function publishCells(row: PublishRow): string[] {
   return [
     point.database,
     point.mode === 'one' ? 'one at a time' : 'publishMany, calls of 1,000',
-    point.variant === 'service' ? 'tablequeue' : 'raw statements',
+    PUBLISH_VARIANT_LABELS[point.variant],
     formatSummary(point.median, point.min, point.max),
     formatRatio(row.toRaw),
+    formatRatio(row.toPlain),
     row.toBestPeer === undefined ? '–' : `${formatRatio(row.toBestPeer)}${peer}`,
   ];
+}
+
+const keyedHeader = ['publish', 'plain rows/s median (min–max)', 'keyed median (min–max)', 'keyed / plain', 'keyed / plain by round (min–max)'];
+
+function keyedCells(row: KeyedRow): string[] {
+  const { keyed, plain } = row;
+  const what =
+    keyed.variant === 'keyedDuplicate'
+      ? 'one at a time, the one key held already (duplicates, publishes/s)'
+      : keyed.mode === 'one'
+        ? 'one at a time, a new key each (rows/s)'
+        : 'publishMany, calls of 1,000, a new key each (rows/s)';
+  const range = spread(row.roundRatios);
+  return [
+    what,
+    plain === undefined ? 'not measured' : formatSummary(plain.median, plain.min, plain.max),
+    formatSummary(keyed.median, keyed.min, keyed.max),
+    formatRatio(row.toPlain),
+    range === undefined ? '–' : range.min === range.max ? formatRatio(range.min) : `${formatRatio(range.min)}–${formatRatio(range.max)}`,
+  ];
+}
+
+/** Databases with publish points, in the order they ran. */
+function publishDatabases(results: SuiteResults): BenchDatabaseName[] {
+  return [...new Set(results.publishes.map((point) => point.database))];
 }
 
 const aimHeader = ['aim', 'measured', 'against', 'ratio', 'target', 'reached'];
