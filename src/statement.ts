@@ -19,6 +19,8 @@ export interface Statement {
  * - `deadLetterGroup`: the group whose rows the operator tools count as dead letters.
  * - `lastError`: a dead letter's last failure as text, written into its headers.
  * - `delayMicroseconds`: a delay the database adds to its own now (tables with `clock: 'database'`).
+ * - `olderThan`: retention's cutoff, the host's now less the age; `cutoffDelayMicroseconds`: the same
+ *   cutoff as a negative delay from the database's own now (tables with `clock: 'database'`).
  * - `channel`: a Postgres notification channel (see `NotifyStatements`).
  * - `key`: an advisory lock key as the candidate select rendered it (see `AdvisoryStatements`).
  * - `ids`, `helds`, `retryAfterAts`: one array each, element `i` belonging to row `i`, where one
@@ -34,6 +36,8 @@ export type ParamName =
   | 'held'
   | 'retryAfterAt'
   | 'delayMicroseconds'
+  | 'olderThan'
+  | 'cutoffDelayMicroseconds'
   | 'destination'
   | 'deadLetterGroup'
   | 'lastError'
