@@ -4,6 +4,8 @@ import { runCliHere } from '../../src/cli/run-cli.fixture.js';
 import type { SchedulesBody } from '../../src/dashboard/dashboard-api.js';
 import { openDashboard } from '../../src/dashboard/dashboard.js';
 import { decodeHeaders } from '../../src/delivery/codec.js';
+import { createScheduleStatements, parseSchedulesTable } from '../../src/dialect/schedule-statements.js';
+import { bindStatement } from '../../src/statement.js';
 import { untilSignalled } from '../../src/internal/test-signal.js';
 import { SCHEDULED_AT_HEADER, type Broker } from '../../src/index.js';
 import { countRows, createBroker, createTable, jobsDeclaration, jobsTable, waitForDatabase } from '../fixtures.js';
@@ -27,6 +29,19 @@ function gapsMs(ticks: readonly string[]): number[] {
 async function scheduleRow(db: TestDatabase): Promise<{ fired: number; missed: number }> {
   const [row] = await db.query<{ fired_count: unknown; missed_count: unknown }>('SELECT fired_count, missed_count FROM tablequeue_schedules');
   return { fired: Number(row!.fired_count), missed: Number(row!.missed_count) };
+}
+
+/**
+ * Polls the server's view of sessions waiting on locks until `query` counts one. InnoDB refreshes
+ * INNODB_TRX only when it was not read for 0.1 s, so the polls are further apart than
+ * waitForDatabase's, which would read the same stale rows forever.
+ */
+async function untilWaiting(db: TestDatabase, query: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Number((await db.query<{ n: unknown }>(query))[0]?.n) === 0) {
+    if (Date.now() > deadline) throw new Error('timed out after 10000 ms waiting for the second advance to wait on the row lock');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
 }
 
 /** Recurring schedules: each tick's message written exactly once, however many replicas declare it. */
@@ -95,6 +110,56 @@ export function schedulesSuite(context: SuiteContext): void {
       expect(listed.code).toBe(0);
       expect((JSON.parse(listed.stdout) as { name: string }[]).map((schedule) => schedule.name)).toEqual(['every-second', 'nightly']);
     });
+
+    it.skipIf(!stand.capabilities.supportsRowLock)(
+      'the guard: of two transactions advancing one schedule from the tick they read, the second waits for the first and changes nothing',
+      async () => {
+        const statements = createScheduleStatements(stand.ddlDialect);
+        const schedules = parseSchedulesTable('tablequeue_schedules', stand.ddlDialect);
+        const driver = await context.db.openDriver({ poolSize: 2 });
+        const [seen, tick] = [new Date('2026-03-08T06:59:00.000Z'), new Date('2026-03-08T07:00:00.000Z')];
+        const definition = {
+          'column:name': 'nightly',
+          'column:queue_table': 'jobs',
+          'column:queue_name': 'reports',
+          'column:cron': '0 * * * *',
+          'column:time_zone': 'UTC',
+        };
+        const advance = bindStatement(statements.advance(schedules), {
+          ...definition,
+          'column:last_tick_at': tick,
+          'column:seen_last_tick_at': seen,
+          'column:fired_count': 1,
+          'column:missed_count': 0,
+        });
+        const plain = (sql: string) => ({ name: 'test.session', sql, values: [] });
+        await driver.execute(plain(statements.createTable(schedules)));
+        await driver.execute(bindStatement(statements.register(schedules), { ...definition, 'column:last_tick_at': seen }));
+        const [first, second] = [await driver.acquire(), await driver.acquire()];
+        try {
+          await first.execute(plain('START TRANSACTION'));
+          expect((await first.execute(advance)).affectedRows).toBe(1);
+          await second.execute(plain('START TRANSACTION'));
+          const secondAdvance = second.execute(advance);
+          // The second session's wait shows only in the server's own views.
+          const waiting =
+            stand.kind === 'postgres'
+              ? 'SELECT COUNT(*) AS n FROM pg_locks WHERE NOT granted'
+              : "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'";
+          await untilWaiting(context.db, waiting);
+          await first.execute(plain('COMMIT'));
+          expect((await secondAdvance).affectedRows).toBe(0);
+          await second.execute(plain('ROLLBACK'));
+        } finally {
+          first.release();
+          second.release();
+        }
+        const [row] = await context.db.query<{ fired_count: unknown; last_tick_at: unknown }>('SELECT fired_count, last_tick_at FROM tablequeue_schedules');
+        expect(Number(row!.fired_count)).toBe(1);
+        expect(new Date(row!.last_tick_at as Date).toISOString()).toBe(tick.toISOString());
+        await driver.close();
+      },
+    );
 
     describe.skipIf(!stand.capabilities.supportsProcesses)('across processes', () => {
       it(
