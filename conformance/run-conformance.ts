@@ -20,6 +20,7 @@ import { metricsSuite } from './suites/metrics.suite.js';
 import { outboxDestinationsSuite } from './suites/outbox-destinations.suite.js';
 import { outboxSuite } from './suites/outbox.suite.js';
 import { keyedReplicasSuite, partitioningSuite } from './suites/partitioning.suite.js';
+import { pauseSuite } from './suites/pause.suite.js';
 import { processSuite } from './suites/process.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
 import { rowModeSuite } from './suites/row-mode.suite.js';
@@ -83,6 +84,7 @@ export function runConformance(stand: Stand): Promise<void> {
       inputLimitsSuite(context);
       dedupeKeysSuite(context);
       schedulesSuite(context);
+      pauseSuite(context);
       textCollationSuite(context);
       metricsSuite(context);
       tracingSuite(context);

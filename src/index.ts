@@ -17,6 +17,7 @@ export type {
   PublishOptions,
 } from './publish/publish-options.js';
 export { createDedupeWindowsTableSql } from './publish/dedupe-windows.js';
+export { createQueueControlsTableSql } from './broker/queue-controls.js';
 export type {
   BatchHandler,
   ThreadOptions,

@@ -5,6 +5,7 @@ import { MAX_LEASE_MS, positiveMilliseconds } from '../option-checks.js';
 import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
+import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -64,6 +65,11 @@ export interface BrokerOptions {
    * first throttled publish. Default `tablequeue_dedupe_windows`.
    */
   dedupeWindowsTable?: string;
+  /**
+   * Where `pause`/`resume` keep which queues are paused: `name` or `schema.name`, created if
+   * missing at start when the broker has subscriptions, and by `pause`. Default `tablequeue_queue_controls`.
+   */
+  queueControlsTable?: string;
 }
 
 export interface ResolvedBrokerOptions {
@@ -81,6 +87,7 @@ export interface ResolvedBrokerOptions {
   readonly heartbeat: ResolvedHeartbeatOptions | undefined;
   readonly schedulesTable: string;
   readonly dedupeWindowsTable: string;
+  readonly queueControlsTable: string;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -103,6 +110,7 @@ const OPTION_KEYS = new Set([
   'heartbeat',
   'schedulesTable',
   'dedupeWindowsTable',
+  'queueControlsTable',
 ]);
 
 /** The error goes last, where the console prints its stack (and cause) below the line and the other fields. */
@@ -138,6 +146,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
   }
   if (options.schedulesTable !== undefined) parseQualifiedName(options.schedulesTable, `${WHERE}: schedulesTable`);
   if (options.dedupeWindowsTable !== undefined) parseQualifiedName(options.dedupeWindowsTable, `${WHERE}: dedupeWindowsTable`);
+  if (options.queueControlsTable !== undefined) parseQualifiedName(options.queueControlsTable, `${WHERE}: queueControlsTable`);
   if (options.listen !== undefined && typeof options.listen !== 'boolean') {
     throw new DeclarationError(`new Broker: listen must be true or false, got ${String(options.listen)}`);
   }
@@ -155,6 +164,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     heartbeat: resolveHeartbeatOptions(options.heartbeat),
     schedulesTable: options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE,
     dedupeWindowsTable: options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
+    queueControlsTable: options.queueControlsTable ?? DEFAULT_QUEUE_CONTROLS_TABLE,
   });
 }
 

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Queue } from '../definition/define-table.js';
+import type { Queue, QueueTable } from '../definition/define-table.js';
 import { Queue as QueueClass } from '../definition/define-table.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
@@ -32,6 +32,13 @@ import { errorLogLine } from './error-log-line.js';
 import { Heartbeat } from './heartbeat.js';
 import { reportedError } from './reported-error.js';
 import { NotifyListener, type ListenerStats, type NotifyListenerOptions } from './notify-listener.js';
+import {
+  parseQueueControlPayload,
+  QUEUE_CONTROLS_CHANNEL,
+  queueControlKeyOf,
+  QueueControls,
+  type QueueControlKey,
+} from './queue-controls.js';
 import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
 import { Observability } from '../observability/observability.js';
 import { openDialect } from './open-dialect.js';
@@ -97,6 +104,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
   #publisher: Publisher | undefined;
   #listener: NotifyListener | undefined;
   #heartbeat: Heartbeat | undefined;
+  #queueControls: QueueControls | undefined;
   #stopping: Promise<void> | undefined;
   readonly #relays: Relay[] = [];
   readonly #dedupeGates: DedupeGate[] = [];
@@ -209,6 +217,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           wake: (spec, group) => this.#wake(spec, group),
           onError: (error, detail) => this.#reportError(error, detail),
           onWarning: (message) => this.#reportWarning(message),
+          channels: new Map([[QUEUE_CONTROLS_CHANNEL, (payload: string | undefined) => this.#onQueueControl(payload)]]),
         });
       }
       checkConnectionLimit({
@@ -226,6 +235,14 @@ export class Broker extends EventEmitter<BrokerEvents> {
         onNotifyError: (error, detail) => this.#reportError(error, detail),
         dedupeWindowsTable: this.#options.dedupeWindowsTable,
       });
+      const queueControls = new QueueControls({
+        driver,
+        database: dialect.name,
+        table: this.#options.queueControlsTable,
+        notify: dialect.notify,
+      });
+      this.#queueControls = queueControls;
+      if (this.#subscriptions.size > 0) await this.#createQueueControlsTable(queueControls);
       // Subscriptions that give up on their handlers at the same stop share one cancel: one
       // session of its own, not one per subscription, cancels what runs on the broker's connections.
       let cancelling: Promise<void> | undefined;
@@ -241,6 +258,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           openThreads: (request) => this.#openThreads(request),
           cancelStatements,
           observability: this.#observability,
+          readPaused: (queue) => queueControls.isPaused(queueControlKeyOf(queue, 'subscribe')),
         });
       }
       for (const gate of this.#dedupeGates) await gate.open(driver, dialect);
@@ -432,6 +450,78 @@ export class Broker extends EventEmitter<BrokerEvents> {
     this.#scheduler = new Scheduler(this.#schedules);
   }
 
+  /**
+   * Pauses a queue (`table.queue(name)`) or every queue of a table (the table itself) for every
+   * broker that reads it: no subscription claims its rows once it has read the pause, within one
+   * poll interval (at once where LISTEN is on); rows in work finish and settle, and publishing
+   * goes on. The state lives in the queue controls table (broker option `queueControlsTable`),
+   * created here if missing; it lasts until `resume`, across restarts.
+   */
+  async pause(target: Queue<unknown> | QueueTable): Promise<void> {
+    await this.#control(target, 'pause');
+  }
+
+  /** Undoes `pause` of the same queue or table; every broker claims again within one poll interval (at once with LISTEN). */
+  async resume(target: Queue<unknown> | QueueTable): Promise<void> {
+    await this.#control(target, 'resume');
+  }
+
+  /**
+   * Cancels the message `id` of `queue`, in whichever broker or process runs it. A waiting message
+   * is removed (deleted, or marked processed where the table has processedAt) before any handler
+   * sees it: `waiting`. A message in work has its handler's `context.signal` aborted with a
+   * `CancelledError` and is settled as cancelled whatever the handler returns, never retried:
+   * `inWork` (lease tables: the row is removed at once, and its broker hears at its next lease
+   * renewal; row lock tables: the broker running it reads the cancel within one poll interval).
+   * `gone`: no unfinished message with that id in the queue. Lease and row lock tables only.
+   */
+  async cancel(queue: Queue<unknown>, id: string): Promise<CancelResult> {
+    if (!(queue instanceof QueueClass) || typeof id !== 'string' || id === '') {
+      throw new DeclarationError("broker.cancel needs a queue from table.queue(name) and a message id as text, such as broker.cancel(emails, '42')");
+    }
+    if (this.#state !== 'running' || this.#canceller === undefined) {
+      throw new ClosedError(
+        this.#state === 'new' || this.#state === 'starting'
+          ? 'broker.cancel: the broker is not started; await broker.start() first'
+          : 'broker.cancel: the broker is stopped',
+      );
+    }
+    const result = await this.#canceller.cancel(queue, id);
+    // This broker's own delivery of it, if any, hears now rather than at its next renewal or poll.
+    if (result.status === 'inWork') this.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group))?.cancelInWork(id);
+    return result;
+  }
+
+  /** Whether the queue is paused now, by its own row or its table's (read from the database, not a cache). */
+  async isPaused(queue: Queue<unknown>): Promise<boolean> {
+    const key = queueControlKeyOf(queue, 'broker.isPaused');
+    return this.#requireQueueControls('broker.isPaused').isPaused(key);
+  }
+
+  /**
+   * Deletes the table's processed rows and dead letters once they are older than the ages given,
+   * in batches by primary key that skip locked rows, with a pause between them, so claims never
+   * wait behind it (see README, "Retention"). One replica at a time prunes a table: a run takes
+   * the table's lease in the maintenance table first, and a replica that finds it held skips the
+   * run. Declare retention before `start()`; the first run is at start, then every `intervalMs`.
+   */
+  retain(table: QueueTableClass, options: RetainOptions): void {
+    if (!(table instanceof QueueTableClass)) {
+      throw new DeclarationError('broker.retain needs a table from defineTable, such as broker.retain(jobs, { processedForMs: 7 * 86_400_000 })');
+    }
+    if (this.#state !== 'new') {
+      throw new DeclarationError(`broker.retain(${table.spec.qualifiedName}): declare retention before broker.start()`);
+    }
+    const declaration = resolveRetentionDeclaration(table, options);
+    if (this.#retentions.some((declared) => declared.table.spec.qualifiedName === table.spec.qualifiedName)) {
+      throw new DeclarationError(
+        `broker.retain(${table.spec.qualifiedName}) is already declared on this broker; give one retain call both ages (processedForMs and deadLettersForMs)`,
+      );
+    }
+    this.#retentions.push(declaration);
+    this.#retainer = new Retainer(this.#retentions);
+  }
+
   stats(): BrokerStats {
     return {
       pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0, reservedForRenewals: 0 },
@@ -502,6 +592,73 @@ export class Broker extends EventEmitter<BrokerEvents> {
       });
     }
     return { statements: dialect.notify, openSession };
+  }
+
+  async #control(target: Queue<unknown> | QueueTable, action: 'pause' | 'resume'): Promise<void> {
+    const key = queueControlKeyOf(target, `broker.${action}`);
+    const controls = this.#requireQueueControls(`broker.${action}`);
+    await (action === 'pause' ? controls.pause(key) : controls.resume(key));
+    // This broker's own subscriptions need no notification.
+    this.#refreshPaused(key);
+  }
+
+  #requireQueueControls(what: string): QueueControls {
+    if (this.#state !== 'running' || this.#queueControls === undefined) {
+      throw new ClosedError(
+        this.#state === 'new' || this.#state === 'starting'
+          ? `${what}: the broker is not started; await broker.start() first`
+          : `${what}: the broker is stopped`,
+      );
+    }
+    return this.#queueControls;
+  }
+
+  /**
+   * A broker that may not create tables still runs: its subscriptions take their queues to run
+   * until the table exists (each warns once that it cannot read it).
+   */
+  async #createQueueControlsTable(controls: QueueControls): Promise<void> {
+    try {
+      await controls.createTable();
+    } catch (error) {
+      this.#reportWarning(
+        `${error instanceof Error ? error.message : String(error)}; until it exists, subscriptions take their queues to run and pause() fails`,
+      );
+    }
+  }
+
+  /**
+   * Without the table (a role that may not create one), cancels still remove waiting messages
+   * once someone creates it, but none reaches a message this broker has in work.
+   */
+  async #createCancellationsTable(canceller: MessageCanceller): Promise<CancellationRecords | undefined> {
+    try {
+      await canceller.createTable();
+      return canceller.records;
+    } catch (error) {
+      this.#reportWarning(
+        `${error instanceof Error ? error.message : String(error)}; cancels of messages this broker has in work will not reach it (create the cancellations table, or name one it may create with the cancellationsTable option)`,
+      );
+      return undefined;
+    }
+  }
+
+  /** A notification on the controls channel: the queue it names, or every queue after a reconnect. */
+  #onQueueControl(payload: string | undefined): void {
+    if (payload === undefined) {
+      for (const subscription of this.#subscriptions.values()) subscription.refreshPaused();
+      return;
+    }
+    const key = parseQueueControlPayload(payload);
+    if (key !== undefined) this.#refreshPaused(key);
+  }
+
+  #refreshPaused(key: QueueControlKey): void {
+    for (const subscription of this.#subscriptions.values()) {
+      const queue = subscription.queue;
+      if (queue.table.spec.qualifiedName !== key.queueTable) continue;
+      if (key.queueName === '' || queue.group === key.queueName) subscription.refreshPaused();
+    }
   }
 
   #requirePublisher(): Publisher {

@@ -23,6 +23,11 @@ export interface NotifyListenerOptions {
   readonly wake: (spec: TableSpec, group: string | undefined) => void;
   readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
   readonly onWarning: (message: string) => void;
+  /**
+   * Channels that name no table, each with what a notification on it does: given the payload, or
+   * undefined after a reconnect, when notifications sent meanwhile are gone.
+   */
+  readonly channels?: ReadonlyMap<string, (payload: string | undefined) => void>;
 }
 
 export interface ListenerStats {
@@ -87,6 +92,9 @@ export class NotifyListener {
     });
     try {
       for (const spec of this.#tablesByChannel.values()) await session.execute(bindStatement(statements.listen(spec), {}));
+      for (const channel of this.#options.channels?.keys() ?? []) {
+        await session.execute(bindStatement(statements.listenTo(channel), {}));
+      }
     } catch (error) {
       await session.close();
       throw error;
@@ -95,6 +103,11 @@ export class NotifyListener {
   }
 
   #onNotification(channel: string, payload: string): void {
+    const onChannel = this.#options.channels?.get(channel);
+    if (onChannel !== undefined) {
+      onChannel(payload);
+      return;
+    }
     const spec = this.#tablesByChannel.get(channel);
     if (spec === undefined) return;
     this.#notifications += 1;
@@ -135,6 +148,7 @@ export class NotifyListener {
       this.#session = session;
       this.#reconnects += 1;
       for (const spec of this.#tablesByChannel.values()) this.#options.wake(spec, undefined);
+      for (const onChannel of this.#options.channels?.values() ?? []) onChannel(undefined);
       return;
     }
   }

@@ -12,6 +12,8 @@ export interface NotifyStatements {
   channel(spec: TableSpec): string;
   /** `LISTEN` on the table's channel, run on the broker's notification session. */
   listen(spec: TableSpec): Statement;
+  /** `LISTEN` on a channel of the service's own that names no table (the queue controls' pause and resume). */
+  listenTo(channel: string): Statement;
   /** Params `channel` and `group` (empty text wakes every subscription of the table). */
   notify(): Statement;
   /** The longest payload the server accepts, in bytes: a longer group cannot be sent. */

@@ -35,6 +35,8 @@ export interface SubscriptionCounts {
   readonly decodeFailures: number;
   readonly inWork: number;
   readonly connectionsHeld: number;
+  /** Whether an operator paused the queue, as the subscription last read it. */
+  readonly paused: boolean;
 }
 
 export interface SubscriptionLabels {
@@ -46,8 +48,8 @@ export interface SubscriptionLabels {
 
 const LABELS = ['table', 'queue'];
 
-/** The counts copied into counters; the other two go into gauges. */
-type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld'>;
+/** The counts copied into counters; the others go into gauges. */
+type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld' | 'paused'>;
 
 /** The per-subscription series counted on the delivery path, resolved once when it opens. */
 export class SubscriptionMetrics {
@@ -86,6 +88,7 @@ export class BrokerMetrics {
   readonly #copied: Record<CopiedCount, MetricFamily<Counter>>;
   readonly #inWork: MetricFamily<Gauge>;
   readonly #subscriptionConnections: MetricFamily<Gauge>;
+  readonly #paused: MetricFamily<Gauge>;
   readonly #scheduleFires: MetricFamily<Counter>;
   readonly #scheduleMissed: MetricFamily<Counter>;
 
@@ -129,6 +132,11 @@ export class BrokerMetrics {
     this.#subscriptionConnections = registry.gauge({
       name: 'tablequeue_subscription_held_connections',
       help: 'Connections the subscription holds now: claims running and deliveries that hold one.',
+      labelNames: LABELS,
+    });
+    this.#paused = registry.gauge({
+      name: 'tablequeue_queue_paused',
+      help: 'Whether an operator paused the queue (broker.pause, tablequeue pause), 1 or 0, as the subscription last read it.',
       labelNames: LABELS,
     });
     this.#scheduleFires = counter(
@@ -181,11 +189,13 @@ export class BrokerMetrics {
     }));
     const inWork = this.#inWork.labels(...values);
     const connections = this.#subscriptionConnections.labels(...values);
+    const paused = this.#paused.labels(...values);
     this.#registry.addCollector(() => {
       const now = counts();
       for (const { key, series } of copied) series.setTotal(now[key]);
       inWork.set(now.inWork);
       connections.set(now.connectionsHeld);
+      paused.set(now.paused ? 1 : 0);
     });
     const settled = Object.fromEntries(
       SETTLED_OUTCOMES.map((outcome) => [outcome, this.#handled.labels(...values, outcome)]),

@@ -16,6 +16,7 @@ const counts: SubscriptionCounts = {
   decodeFailures: 0,
   inWork: 1,
   connectionsHeld: 2,
+  paused: true,
 };
 
 function message(attempt: number, retryAfter: unknown): Message<unknown> {
@@ -66,6 +67,7 @@ describe('Observability', () => {
     expect(sampleLine(text, `tablequeue_deadlocks_retried_total${labels}`)).toMatch(/ 1$/);
     expect(sampleLine(text, `tablequeue_leases_renewed_total${labels}`)).toMatch(/ 2$/);
     expect(sampleLine(text, `tablequeue_subscription_held_connections${labels}`)).toMatch(/ 2$/);
+    expect(sampleLine(text, `tablequeue_queue_paused${labels}`)).toMatch(/ 1$/);
     expect(sampleLine(text, 'tablequeue_messages_handled_total{table="jobs",queue="emails",outcome="ack"}')).toMatch(/ 1$/);
     expect(sampleLine(text, 'tablequeue_messages_handled_total{table="jobs",queue="emails",outcome="leaseLost"}')).toMatch(/ 1$/);
     expect(sampleLine(text, 'tablequeue_messages_handled_total{table="jobs",queue="emails",outcome="drop"}')).toMatch(/ 0$/);

@@ -8,6 +8,8 @@ import { WakeSignal } from '../internal/wake-signal.js';
 import type { DeliveryUnit, Dispatcher } from './dispatcher.js';
 import type { BudgetMember, PoolBudget } from './pool-budget.js';
 
+type ClaimResult = 'took rows' | 'empty' | 'failed' | 'paused';
+
 /** Times one claim is retried at once after contention before its failure is reported. */
 export const MAX_CONTENTION_RETRIES = 5;
 
@@ -22,6 +24,14 @@ export const FAILED_CLAIM_BACKOFF_MS = 1_000;
  */
 export const QUICK_POLL_DIVISOR = 16;
 const QUICK_POLL_FLOOR_MS = 5;
+
+/** Whether an operator paused the queue (subscription/pause-watch.ts): asked before every claim. */
+export interface PauseGate {
+  /** From the last read while it is fresh, else read again. Never rejects. */
+  isPaused(): boolean | Promise<boolean>;
+  /** How long the last read stays fresh: a paused loop waits this long, unless woken. */
+  msUntilStale(): number;
+}
 
 export interface ClaimLoopOptions {
   readonly dispatcher: Dispatcher;
@@ -58,6 +68,8 @@ export interface ClaimLoopOptions {
   readonly handBack: (row: HeldRow) => Promise<void>;
   /** Signals a test turns on; the loop makes dormant ones without. */
   readonly signals?: ClaimLoopSignals;
+  /** Without it the queue is never paused. */
+  readonly pause?: PauseGate;
 }
 
 /** What the loop tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
@@ -68,6 +80,8 @@ export class ClaimLoopSignals {
   readonly claimTookRows = new TestSignal<number>();
   readonly claimCameBackEmpty = new TestSignal();
   readonly claimFailed = new TestSignal<unknown>();
+  /** The queue was paused, so no claim ran. */
+  readonly pausedNoClaim = new TestSignal();
   /** After an empty or failed claim the loop waits this many milliseconds, unless woken. */
   readonly waiting = new TestSignal<number>();
   /** Stop handed back the rows that waited for a worker, this many. */
@@ -231,7 +245,7 @@ export class ClaimLoop {
       // An empty or failed claim gave its connection back; one that took rows handed it to a
       // delivery that holds it, or (lease) gave it back too.
       this.#options.budget.released();
-      if ((result === 'empty' || result === 'failed') && this.#claimsRunning === 0 && !this.#isStopping) {
+      if (result !== 'took rows' && this.#claimsRunning === 0 && !this.#isStopping) {
         void this.#waitThenPump(result);
       } else {
         this.#pump();
@@ -239,7 +253,7 @@ export class ClaimLoop {
     });
   }
 
-  async #runClaim(): Promise<'took rows' | 'empty' | 'failed'> {
+  async #runClaim(): Promise<ClaimResult> {
     const { claim, dispatcher, isBatch, rowsPerClaim } = this.#options;
     let rows: HeldRow[];
     // Every claim waits for a turn of the event loop first. On SQLite every statement answers
@@ -251,6 +265,15 @@ export class ClaimLoop {
     if (this.#isStopping) {
       this.#claimsRunning -= 1;
       return 'empty';
+    }
+    // The pause check holds the claim's place in the budget, so its read never takes a connection
+    // that a claim could not; while fresh it is a field read.
+    const pause = this.#options.pause;
+    if (pause !== undefined && (await pause.isPaused())) {
+      this.#claimsRunning -= 1;
+      this.#isProbing = true;
+      this.#signals.pausedNoClaim.emit();
+      return 'paused';
     }
     // Contention is counted per claim: parallel claims that all time out behind one lock each get
     // their own retries (eight claims sharing five retries reported 67 of 553 timeouts as failures).
@@ -296,15 +319,20 @@ export class ClaimLoop {
   /**
    * After the last claim in flight came back empty, the next claim waits for the poll interval
    * (shorter while the queue was recently busy) or a wake; after a failed claim it waits
-   * FAILED_CLAIM_BACKOFF_MS whatever wakes arrive.
+   * FAILED_CLAIM_BACKOFF_MS whatever wakes arrive; while the queue is paused, until the pause
+   * state is due to be read again or a wake (a notified resume among them).
    */
-  async #waitThenPump(result: 'empty' | 'failed'): Promise<void> {
+  async #waitThenPump(result: Exclude<ClaimResult, 'took rows'>): Promise<void> {
     this.#isWaiting = true;
     this.#isBackingOff = result === 'failed';
     try {
       if (result === 'failed') {
         this.#signals.waiting.emit(FAILED_CLAIM_BACKOFF_MS);
         await abortableSleep(FAILED_CLAIM_BACKOFF_MS, this.#stop.signal);
+      } else if (result === 'paused') {
+        const waitMs = this.#options.pause?.msUntilStale() ?? this.#options.pollIntervalMs;
+        this.#signals.waiting.emit(waitMs);
+        await this.#wake.wait(waitMs);
       } else {
         const waitMs = this.#emptyWaitMs();
         this.#signals.waiting.emit(waitMs);

@@ -15,6 +15,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { DeliveryRunner, type InvokeHandler } from './delivery-runner.js';
 import type { DeliveryUnit, Dispatcher, RunUnit } from './dispatcher.js';
 import { KeyLanes } from './key-lanes.js';
+import { PauseWatch } from './pause-watch.js';
 import { poolBudgetFor } from './pool-budget.js';
 import { SubscriptionTestHooks } from './subscription-test-hooks.js';
 import { transactionalContext } from './transactional-context.js';
@@ -52,6 +53,8 @@ export interface SubscriptionStats {
   readonly leaseRenewals: number;
   readonly leasesLost: number;
   readonly deadlocksRetried: number;
+  /** Whether an operator paused the queue, as the subscription last read it (`broker.pause`). */
+  readonly paused: boolean;
 }
 
 export interface SubscriptionRuntime {
@@ -66,6 +69,8 @@ export interface SubscriptionRuntime {
   readonly observability: Observability;
   /** Cancels every statement still running on the broker's connections (see `Driver.cancelRunning`). */
   readonly cancelStatements: () => Promise<void>;
+  /** Whether an operator paused the queue (the queue controls table); may throw. Without it, never. */
+  readonly readPaused?: (queue: Queue<unknown>) => Promise<boolean>;
 }
 
 export interface ThreadRequest {
@@ -95,6 +100,7 @@ export class Subscription {
   #runtime: SubscriptionRuntime | undefined;
   #leaseRenewals = 0;
   #leasesLost = 0;
+  #pause: PauseWatch | undefined;
   /** Dormant unless a test turns its signals on or sets its clock. */
   readonly testHooks = new SubscriptionTestHooks();
 
@@ -200,6 +206,18 @@ export class Subscription {
       isKeyed && partitionKey !== undefined
         ? new KeyLanes({ lanes: workers, run, onIdle, keyOf: (unit: DeliveryUnit) => keyOf(unit, partitionKey) })
         : new WorkerSlots({ workers, run, onIdle });
+    const readPaused = runtime.readPaused;
+    this.#pause =
+      readPaused === undefined
+        ? undefined
+        : new PauseWatch({
+            read: () => readPaused(this.queue),
+            freshForMs: this.#options.pollIntervalMs,
+            onReadFailed: (error) =>
+              runtime.onWarning(
+                `subscription "${this.name}" cannot read whether its queue is paused (${error instanceof Error ? error.message : String(error)}); it claims as if running until the queue controls table can be read`,
+              ),
+          });
     this.#loop = new ClaimLoop({
       dispatcher: this.#dispatcher,
       holdsConnection: form.holdsConnection,
@@ -216,6 +234,7 @@ export class Subscription {
       isContention: isClaimContention,
       handBack: (row) => this.#handBack(runtime, row),
       signals: this.testHooks.loop,
+      pause: this.#pause,
     });
   }
 
@@ -224,6 +243,12 @@ export class Subscription {
   }
 
   wake(): void {
+    this.#loop?.wake();
+  }
+
+  /** A pause or resume of this queue was announced: read the state before the next claim. */
+  refreshPaused(): void {
+    this.#pause?.refresh();
     this.#loop?.wake();
   }
 
@@ -294,6 +319,7 @@ export class Subscription {
       leaseRenewals: this.#leaseRenewals,
       leasesLost: this.#leasesLost,
       deadlocksRetried: loop?.counters.deadlocksRetried ?? 0,
+      paused: this.#pause?.isPausedNow ?? false,
     };
   }
 

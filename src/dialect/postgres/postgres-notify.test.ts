@@ -20,6 +20,14 @@ describe('postgres notify', () => {
     expect(notify.listen(schemaTable)).toEqual({ name: 'notify.listen', sql: 'LISTEN "app.email_jobs"', params: [] });
   });
 
+  it('listens on a channel that names no table, quoted as one identifier', () => {
+    expect(notify.listenTo('tablequeue_queue_controls')).toEqual({
+      name: 'notify.listen',
+      sql: 'LISTEN "tablequeue_queue_controls"',
+      params: [],
+    });
+  });
+
   it('notifies one channel with the group as payload, both bound', () => {
     expect(notify.notify()).toEqual({ name: 'notify.notify', sql: 'SELECT pg_notify($1, $2)', params: ['channel', 'group'] });
   });

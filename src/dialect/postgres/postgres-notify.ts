@@ -12,6 +12,7 @@ export function createPostgresNotifyStatements(): NotifyStatements {
   return Object.freeze({
     channel,
     listen: (spec: TableSpec) => renderStatement(DOUBLE_QUOTE_STYLE, 'notify.listen', sql`LISTEN ${identifier(channel(spec))}`),
+    listenTo: (name: string) => renderStatement(DOUBLE_QUOTE_STYLE, 'notify.listen', sql`LISTEN ${identifier(name)}`),
     notify: () => notify,
     maxPayloadBytes: MAX_PAYLOAD_BYTES,
   });
