@@ -466,60 +466,10 @@ export class Broker extends EventEmitter<BrokerEvents> {
     await this.#control(target, 'resume');
   }
 
-  /**
-   * Cancels the message `id` of `queue`, in whichever broker or process runs it. A waiting message
-   * is removed (deleted, or marked processed where the table has processedAt) before any handler
-   * sees it: `waiting`. A message in work has its handler's `context.signal` aborted with a
-   * `CancelledError` and is settled as cancelled whatever the handler returns, never retried:
-   * `inWork` (lease tables: the row is removed at once, and its broker hears at its next lease
-   * renewal; row lock tables: the broker running it reads the cancel within one poll interval).
-   * `gone`: no unfinished message with that id in the queue. Lease and row lock tables only.
-   */
-  async cancel(queue: Queue<unknown>, id: string): Promise<CancelResult> {
-    if (!(queue instanceof QueueClass) || typeof id !== 'string' || id === '') {
-      throw new DeclarationError("broker.cancel needs a queue from table.queue(name) and a message id as text, such as broker.cancel(emails, '42')");
-    }
-    if (this.#state !== 'running' || this.#canceller === undefined) {
-      throw new ClosedError(
-        this.#state === 'new' || this.#state === 'starting'
-          ? 'broker.cancel: the broker is not started; await broker.start() first'
-          : 'broker.cancel: the broker is stopped',
-      );
-    }
-    const result = await this.#canceller.cancel(queue, id);
-    // This broker's own delivery of it, if any, hears now rather than at its next renewal or poll.
-    if (result.status === 'inWork') this.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group))?.cancelInWork(id);
-    return result;
-  }
-
   /** Whether the queue is paused now, by its own row or its table's (read from the database, not a cache). */
   async isPaused(queue: Queue<unknown>): Promise<boolean> {
     const key = queueControlKeyOf(queue, 'broker.isPaused');
     return this.#requireQueueControls('broker.isPaused').isPaused(key);
-  }
-
-  /**
-   * Deletes the table's processed rows and dead letters once they are older than the ages given,
-   * in batches by primary key that skip locked rows, with a pause between them, so claims never
-   * wait behind it (see README, "Retention"). One replica at a time prunes a table: a run takes
-   * the table's lease in the maintenance table first, and a replica that finds it held skips the
-   * run. Declare retention before `start()`; the first run is at start, then every `intervalMs`.
-   */
-  retain(table: QueueTableClass, options: RetainOptions): void {
-    if (!(table instanceof QueueTableClass)) {
-      throw new DeclarationError('broker.retain needs a table from defineTable, such as broker.retain(jobs, { processedForMs: 7 * 86_400_000 })');
-    }
-    if (this.#state !== 'new') {
-      throw new DeclarationError(`broker.retain(${table.spec.qualifiedName}): declare retention before broker.start()`);
-    }
-    const declaration = resolveRetentionDeclaration(table, options);
-    if (this.#retentions.some((declared) => declared.table.spec.qualifiedName === table.spec.qualifiedName)) {
-      throw new DeclarationError(
-        `broker.retain(${table.spec.qualifiedName}) is already declared on this broker; give one retain call both ages (processedForMs and deadLettersForMs)`,
-      );
-    }
-    this.#retentions.push(declaration);
-    this.#retainer = new Retainer(this.#retentions);
   }
 
   stats(): BrokerStats {
@@ -624,22 +574,6 @@ export class Broker extends EventEmitter<BrokerEvents> {
       this.#reportWarning(
         `${error instanceof Error ? error.message : String(error)}; until it exists, subscriptions take their queues to run and pause() fails`,
       );
-    }
-  }
-
-  /**
-   * Without the table (a role that may not create one), cancels still remove waiting messages
-   * once someone creates it, but none reaches a message this broker has in work.
-   */
-  async #createCancellationsTable(canceller: MessageCanceller): Promise<CancellationRecords | undefined> {
-    try {
-      await canceller.createTable();
-      return canceller.records;
-    } catch (error) {
-      this.#reportWarning(
-        `${error instanceof Error ? error.message : String(error)}; cancels of messages this broker has in work will not reach it (create the cancellations table, or name one it may create with the cancellationsTable option)`,
-      );
-      return undefined;
     }
   }
 
