@@ -22,6 +22,7 @@ import { outboxSuite } from './suites/outbox.suite.js';
 import { keyedReplicasSuite, partitioningSuite } from './suites/partitioning.suite.js';
 import { pauseSuite } from './suites/pause.suite.js';
 import { processSuite } from './suites/process.suite.js';
+import { retentionSuite } from './suites/retention.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
 import { rowModeSuite } from './suites/row-mode.suite.js';
 import { schedulesSuite } from './suites/schedules.suite.js';
@@ -84,6 +85,7 @@ export function runConformance(stand: Stand): Promise<void> {
       inputLimitsSuite(context);
       dedupeKeysSuite(context);
       schedulesSuite(context);
+      retentionSuite(context);
       pauseSuite(context);
       textCollationSuite(context);
       metricsSuite(context);

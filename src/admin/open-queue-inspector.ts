@@ -15,6 +15,7 @@ import { DeclarationError, SchemaError, StatementError, UnsupportedError } from 
 import { bindStatement, type ParamValues } from '../statement.js';
 import { parseDeadLetterTable, createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
 import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from './inspection.js';
+import { Pruner } from '../retention/pruner.js';
 
 /**
  * The column of each role. A name given must exist in the table; `null` says the table has no
@@ -126,6 +127,15 @@ export class TableQueueInspector implements QueueInspector {
 
   get deadLetter(): DeadLetterLocation | undefined {
     return this.#parts.deadLetter?.location;
+  }
+
+  /**
+   * The table's retention by hand (`tablequeue prune`): the same batches `broker.retain` runs, on
+   * this inspector's pool, with where its dead letters are (undefined without a location).
+   */
+  pruner(): { readonly pruner: Pruner; readonly deadLetters: DeadLetterTarget | undefined } {
+    const { driver, dialect, spec, deadLetter } = this.#parts;
+    return { pruner: new Pruner({ driver, dialect, spec }), deadLetters: deadLetter?.target };
   }
 
   async inspect(): Promise<TableInspection> {

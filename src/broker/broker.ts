@@ -52,6 +52,9 @@ import type { RelayStats } from '../outbox/relay-runtime.js';
 import { resolveRelayOptions, type RelayOptions } from '../outbox/relay-options.js';
 import { resolveScheduleDeclaration, type ScheduleDeclaration, type ScheduleOptions } from '../schedule/schedule-options.js';
 import { Scheduler, type ScheduleStats, type SchedulerTestHooks } from '../schedule/scheduler.js';
+import { QueueTable as QueueTableClass } from '../definition/define-table.js';
+import { resolveRetentionDeclaration, type RetainOptions, type RetentionDeclaration } from '../retention/retention-options.js';
+import { Retainer, type RetainerTestHooks, type RetentionStats } from '../retention/retainer.js';
 
 /**
  * How long `stop()` waits for the pool to close after every connection it lent was destroyed;
@@ -68,6 +71,8 @@ export interface BrokerStats {
   readonly relays: RelayStats[];
   /** One per `schedule(...)`, in declaration order. */
   readonly schedules: ScheduleStats[];
+  /** One per `retain(...)`, in declaration order: runs, the last run and the rows it deleted. */
+  readonly retention: RetentionStats[];
 }
 
 /** What wake-ups across processes need from the dialect and the driver. */
@@ -88,6 +93,8 @@ type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 let subscriptionOf: (broker: Broker, queue: Queue<unknown>) => Subscription | undefined;
 /** Set by Broker's static block too; for `scheduleTestHooksOf`. */
 let schedulerOf: (broker: Broker) => Scheduler | undefined;
+/** Set by Broker's static block too; for `retentionTestHooksOf`. */
+let retainerOf: (broker: Broker) => Retainer | undefined;
 
 /**
  * Publishes rows into queue tables and runs subscriptions over them.
@@ -110,6 +117,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
   readonly #dedupeGates: DedupeGate[] = [];
   readonly #schedules: ScheduleDeclaration[] = [];
   #scheduler: Scheduler | undefined;
+  readonly #retentions: RetentionDeclaration[] = [];
+  #retainer: Retainer | undefined;
   readonly #observability = new Observability({ poolStats: () => this.#driver?.stats() });
 
   constructor(options: BrokerOptions) {
@@ -299,6 +308,12 @@ export class Broker extends EventEmitter<BrokerEvents> {
           onCounted: (schedule, counts) => observability.scheduleCounted(schedule, counts),
         });
       }
+      await this.#retainer?.open({
+        driver,
+        dialect,
+        onError: (error, detail) => this.#reportError(error, detail),
+        onPruned: (table, kind, rowCount) => this.#observability.pruned(table, kind, rowCount),
+      });
       const heartbeat = this.#options.heartbeat;
       if (heartbeat !== undefined) {
         this.#heartbeat = await Heartbeat.start({
@@ -324,6 +339,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
     for (const subscription of this.#subscriptions.values()) subscription.start();
     for (const relay of this.#relays) relay.start();
     this.#scheduler?.start();
+    this.#retainer?.start();
   }
 
   /**
@@ -472,6 +488,30 @@ export class Broker extends EventEmitter<BrokerEvents> {
     return this.#requireQueueControls('broker.isPaused').isPaused(key);
   }
 
+  /**
+   * Deletes the table's processed rows and dead letters once they are older than the ages given,
+   * in batches by primary key that skip locked rows, with a pause between them, so claims never
+   * wait behind it (see README, "Retention"). One replica at a time prunes a table: a run takes
+   * the table's lease in the maintenance table first, and a replica that finds it held skips the
+   * run. Declare retention before `start()`; the first run is at start, then every `intervalMs`.
+   */
+  retain(table: QueueTableClass, options: RetainOptions): void {
+    if (!(table instanceof QueueTableClass)) {
+      throw new DeclarationError('broker.retain needs a table from defineTable, such as broker.retain(jobs, { processedForMs: 7 * 86_400_000 })');
+    }
+    if (this.#state !== 'new') {
+      throw new DeclarationError(`broker.retain(${table.spec.qualifiedName}): declare retention before broker.start()`);
+    }
+    const declaration = resolveRetentionDeclaration(table, options);
+    if (this.#retentions.some((declared) => declared.table.spec.qualifiedName === table.spec.qualifiedName)) {
+      throw new DeclarationError(
+        `broker.retain(${table.spec.qualifiedName}) is already declared on this broker; give one retain call both ages (processedForMs and deadLettersForMs)`,
+      );
+    }
+    this.#retentions.push(declaration);
+    this.#retainer = new Retainer(this.#retentions);
+  }
+
   stats(): BrokerStats {
     return {
       pool: this.#driver?.stats() ?? { size: 0, held: 0, idle: 0, spare: 0, maxHeld: 0, reservedForRenewals: 0 },
@@ -479,6 +519,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
       listener: this.#listener?.stats(),
       relays: this.#relays.map((relay) => relay.stats()),
       schedules: this.#scheduler?.stats() ?? [],
+      retention: this.#retainer?.stats() ?? [],
     };
   }
 
@@ -486,6 +527,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
     this.#state = 'stopping';
     await Promise.allSettled([
       this.#scheduler?.stop(),
+      this.#retainer?.stop(),
       this.#listener?.close(),
       ...[...this.#subscriptions.values()].map((subscription) => subscription.stop(timeoutMs)),
       ...this.#relays.map((relay) => relay.stop(timeoutMs)),
@@ -655,6 +697,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
   static {
     subscriptionOf = (broker, queue) => broker.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group));
     schedulerOf = (broker) => broker.#scheduler;
+    retainerOf = (broker) => broker.#retainer;
   }
 }
 
@@ -681,4 +724,14 @@ export function scheduleTestHooksOf(broker: Broker): SchedulerTestHooks {
 
 function subscriptionKey(spec: TableSpec, group: string | undefined): string {
   return group === undefined ? spec.qualifiedName : `${spec.qualifiedName}\u0000${group}`;
+}
+
+/**
+ * What a test reaches in a broker's retention (not exported by the package): a signal per run
+ * and per batch. Declare with `retain()` first.
+ */
+export function retentionTestHooksOf(broker: Broker): RetainerTestHooks {
+  const retainer = retainerOf(broker);
+  if (retainer === undefined) throw new Error('this broker retains no table');
+  return retainer.testHooks;
 }

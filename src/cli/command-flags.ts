@@ -49,6 +49,15 @@ export const REQUEUE_FLAGS = {
 
 export const PURGE_FLAGS = { ...INSPECTOR_FLAGS, group: { type: 'string' }, yes: { type: 'boolean' } } as const;
 
+export const PRUNE_FLAGS = {
+  ...INSPECTOR_FLAGS,
+  'processed-older-than': { type: 'string' },
+  'dead-letters-older-than': { type: 'string' },
+  batch: { type: 'string' },
+  'pause-ms': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+} as const;
+
 export const DASHBOARD_FLAGS = {
   ...INSPECTOR_FLAGS,
   table: { type: 'string', multiple: true },
@@ -82,6 +91,7 @@ export const COMMAND_FLAGS = {
   peek: PEEK_FLAGS,
   requeue: REQUEUE_FLAGS,
   purge: PURGE_FLAGS,
+  prune: PRUNE_FLAGS,
   dashboard: DASHBOARD_FLAGS,
   schedules: SCHEDULES_FLAGS,
   demo: DEMO_FLAGS,

@@ -4,6 +4,7 @@ import { runDashboardCommand } from './dashboard-command.js';
 import { runDemoCommand } from './demo-command.js';
 import { runInitCommand } from './init-command.js';
 import { runPeekCommand } from './peek-command.js';
+import { runPruneCommand } from './prune-command.js';
 import { runPurgeCommand } from './purge-command.js';
 import { runRequeueCommand } from './requeue-command.js';
 import { runSchedulesCommand } from './schedules-command.js';
@@ -19,6 +20,7 @@ commands:
   peek        the next rows in claim order (or the dead letters), payloads decoded
   requeue     move dead letters back to their queue, by id or all, in one transaction
   purge       delete the rows of a table or of one group (asks for --yes)
+  prune       delete processed rows and dead letters older than an age, in batches
   dashboard   serve a web page of the queues, throughput, dead letters and brokers
   schedules   the recurring schedules: queue, cron, zone, last and next tick, fired and missed
   demo        publish 20,000 messages into an SQLite queue file and drain them with several workers
@@ -37,6 +39,7 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   peek: runPeekCommand,
   requeue: runRequeueCommand,
   purge: runPurgeCommand,
+  prune: runPruneCommand,
   dashboard: runDashboardCommand,
   schedules: runSchedulesCommand,
   demo: runDemoCommand,

@@ -45,7 +45,7 @@ describe('postgres retention', () => {
       name: 'retention.takeLease',
       sql:
         'UPDATE "tablequeue_maintenance" SET "holder" = $1, "locked_until" = statement_timestamp() + $2::bigint * interval \'1 microsecond\' ' +
-        'WHERE "task" = $3 AND ("locked_until" < statement_timestamp() OR "holder" = $4)',
+        'WHERE "task" = $3 AND ("locked_until" <= statement_timestamp() OR "holder" = $4)',
       params: ['column:holder', 'delayMicroseconds', 'column:task', 'column:holder'],
     });
     expect(postgres.releaseLease(maintenance)).toEqual({
@@ -121,7 +121,7 @@ describe('mysql and mariadb retention', () => {
         name: 'retention.takeLease',
         sql:
           'UPDATE `tablequeue_maintenance` SET `holder` = ?, `locked_until` = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND ' +
-          'WHERE `task` = ? AND (`locked_until` < UTC_TIMESTAMP(6) OR `holder` = ?)',
+          'WHERE `task` = ? AND (`locked_until` <= UTC_TIMESTAMP(6) OR `holder` = ?)',
         params: ['column:holder', 'delayMicroseconds', 'column:task', 'column:holder'],
       });
       expect(statements.releaseLease(maintenance)).toEqual({
@@ -189,7 +189,7 @@ describe('sqlite retention', () => {
       name: 'retention.takeLease',
       sql:
         "UPDATE `tablequeue_maintenance` SET `holder` = ?, `locked_until` = strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now', (? / 1000000.0) || ' seconds') " +
-        "WHERE `task` = ? AND (`locked_until` < strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now') OR `holder` = ?)",
+        "WHERE `task` = ? AND (`locked_until` <= strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now') OR `holder` = ?)",
       params: ['column:holder', 'delayMicroseconds', 'column:task', 'column:holder'],
     });
     expect(sqlite.releaseLease(maintenance)).toEqual({

@@ -164,6 +164,9 @@ const SPELLINGS: Record<RetentionDatabase, RetentionSpelling> = {
 /** The most rows one batch may delete: MySQL binds each id, and 65,535 placeholders is its limit. */
 export const MAX_PRUNE_BATCH_SIZE = 10_000;
 
+/** The largest batch padded to a power of two. */
+const MAX_PADDED_IDS = 16_384;
+
 /** Parses and validates `name` or `schema.name` for a maintenance table on `database`. */
 export function parseMaintenanceTable(value: string, database: RetentionDatabase): MaintenanceTable {
   const parsed = parseQualifiedName(value, 'maintenance table');
@@ -263,7 +266,7 @@ export function createRetentionStatements(database: RetentionDatabase): Retentio
       renderStatement(
         style,
         'retention.takeLease',
-        sql`UPDATE ${maintenanceOf(table)} SET ${identifier(m.holder)} = ${param(`column:${m.holder}`)}, ${identifier(m.lockedUntil)} = ${databaseClock('delayMicroseconds')} WHERE ${taskIs} AND (${identifier(m.lockedUntil)} < ${now} OR ${holderIs})`,
+        sql`UPDATE ${maintenanceOf(table)} SET ${identifier(m.holder)} = ${param(`column:${m.holder}`)}, ${identifier(m.lockedUntil)} = ${databaseClock('delayMicroseconds')} WHERE ${taskIs} AND (${identifier(m.lockedUntil)} <= ${now} OR ${holderIs})`,
       ),
     releaseLease: (table) =>
       renderStatement(
@@ -288,7 +291,10 @@ export function createRetentionStatements(database: RetentionDatabase): Retentio
         shape: 'lockThenDelete',
         lock: renderStatement(style, statementName(target, 'lock'), select),
         deleteIds: (rowCount) => {
-          checkBatchSize(rowCount);
+          // The ids a batch locked, padded to a power of two (bindRepeated) so few texts are prepared.
+          if (!Number.isInteger(rowCount) || rowCount < 1 || rowCount > MAX_PADDED_IDS) {
+            throw new TypeError(`a prune deletes 1 to ${MAX_PADDED_IDS} ids at once, got ${rowCount}`);
+          }
           const ids = joinSql(Array.from({ length: rowCount }, () => param('id')), ', ');
           return renderStatement(style, statementName(target, 'deleteIds'), sql`DELETE FROM ${table} WHERE ${id} IN (${ids})`);
         },

@@ -91,6 +91,7 @@ export class BrokerMetrics {
   readonly #paused: MetricFamily<Gauge>;
   readonly #scheduleFires: MetricFamily<Counter>;
   readonly #scheduleMissed: MetricFamily<Counter>;
+  readonly #prunedRows: MetricFamily<Counter>;
 
   constructor(poolStats: () => PoolStats | undefined) {
     const registry = this.#registry;
@@ -149,6 +150,11 @@ export class BrokerMetrics {
       "Ticks of a schedule this broker passed over without a message, by the schedule's missed policy (no replica ran in time).",
       ['schedule'],
     );
+    this.#prunedRows = counter(
+      'tablequeue_pruned_rows_total',
+      'Rows retention deleted on this broker: processed rows and dead letters past their age (broker.retain).',
+      ['table', 'kind'],
+    );
     const gauge = (name: string, help: string) => registry.gauge({ name, help }).labels();
     const pool = {
       size: gauge('tablequeue_pool_size_connections', 'The most connections the pool opens.'),
@@ -205,6 +211,11 @@ export class BrokerMetrics {
       publishToHandlerSeconds: this.#publishToHandlerSeconds.labels(...values),
       settled,
     });
+  }
+
+  /** Rows a retention batch of this broker deleted (`kind`: processed or deadLetter). */
+  countPruned(table: string, kind: string, rowCount: number): void {
+    this.#prunedRows.labels(table, kind).inc(rowCount);
   }
 
   /** Counts a schedule's firing; a firing of nothing still creates the series, so both show from the start. */

@@ -105,6 +105,11 @@ export class Observability {
     return count;
   }
 
+  /** A retention batch committed: the rows it deleted of one kind. */
+  pruned(table: string, kind: string, rowCount: number): void {
+    this.#metrics.countPruned(table, kind, rowCount);
+  }
+
   /** A schedule's firing committed: the ticks it wrote messages for, and those it counted missed. */
   scheduleCounted(schedule: string, counts: { fired: number; missed: number }): void {
     this.#metrics.countSchedule(schedule, counts);
