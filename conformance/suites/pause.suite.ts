@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { testHooksOf } from '../../src/broker/broker.js';
+import { runCliHere } from '../../src/cli/run-cli.fixture.js';
 import { SchemaError, type Broker, type Queue } from '../../src/index.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import { untilSignalled } from '../../src/internal/test-signal.js';
@@ -164,6 +165,46 @@ export function pauseSuite(context: SuiteContext): void {
   }
 
   if (!stand.capabilities.supportsProcesses) return;
+  describe('tablequeue pause and resume', () => {
+    it('print the new state, a running broker obeys them, and stats marks what is paused', async () => {
+      const table = jobsTable({ form: formsOf(stand)[0]! });
+      await createTable(stand, context.db, table);
+      const queue = table.queue<number>('emails');
+      const broker = createBroker(context.db, context.brokers, { pollIntervalMs: POLL_INTERVAL_MS });
+      const handled = new Collector<number>();
+      broker.subscribe(queue, (message) => handled.push(message.payload));
+      const loop = testHooksOf(broker, queue).loop;
+      loop.pausedNoClaim.turnOn();
+      await broker.start();
+      const base = ['--database', context.db.url!, '--table', 'jobs'];
+
+      expect(await runCliHere(['pause', ...base, '--queue', 'emails'])).toEqual({ code: 0, stdout: 'jobs/emails: paused\n', stderr: '' });
+      await loop.pausedNoClaim.next({ what: 'a claim skipped for the pause from the command line' });
+      await broker.publish(queue, 1);
+      const stats = JSON.parse((await runCliHere(['stats', ...base, '--json'])).stdout) as {
+        groups: { group: string; paused: boolean }[];
+        paused: unknown;
+      };
+      expect(stats.groups.map((group) => [group.group, group.paused])).toEqual([['emails', true]]);
+      expect(stats.paused).toEqual({ queueControlsTable: 'tablequeue_queue_controls', wholeTable: false, groups: ['emails'] });
+      expect((await runCliHere(['stats', ...base])).stdout).toContain('emails paused');
+
+      expect((await runCliHere(['pause', ...base])).stdout).toBe('jobs (every queue of the table): paused\n');
+      expect((await runCliHere(['resume', ...base, '--queue', 'emails'])).stdout).toBe(
+        'jobs/emails: paused, since every queue of jobs is; tablequeue resume --table without --queue resumes them\n',
+      );
+      expect(handled.items).toEqual([]);
+      expect((await runCliHere(['resume', ...base])).stdout).toBe('jobs (every queue of the table): running\n');
+      await handled.waitFor(1);
+      const stillPaused = JSON.parse((await runCliHere(['stats', ...base, '--json'])).stdout) as { paused: unknown };
+      expect(stillPaused.paused).toEqual({ queueControlsTable: 'tablequeue_queue_controls', wholeTable: false, groups: [] });
+
+      const usage = await runCliHere(['pause', '--database', context.db.url!]);
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toContain('pause needs --table NAME');
+    });
+  });
+
   describe('pause and resume across processes', () => {
     it('a replica in another process stops claiming once it reads the pause, and claims the waiting rows after resume', async () => {
       const form = formsOf(stand).at(-1)!;

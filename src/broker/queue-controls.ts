@@ -123,8 +123,13 @@ export class QueueControls {
    * table cannot be read; the subscriptions' watch decides what that means for claims.
    */
   async isPaused(key: QueueControlKey): Promise<boolean> {
+    return (await this.pausedBy(key)).length > 0;
+  }
+
+  /** Which rows pause the queue: its own queue name, and empty text for its table's whole-table row. */
+  async pausedBy(key: QueueControlKey): Promise<string[]> {
     const result = await this.#driver.execute(bindStatement(this.#statements.pausedRows(this.#table), keyValues(key)));
-    return result.rows.length > 0;
+    return result.rows.map((row) => textOf(row[QUEUE_CONTROL_COLUMNS.queueName]));
   }
 
   /** Every paused queue, by table and queue name. Throws when the table cannot be read. */

@@ -28,6 +28,7 @@ export const STATS_FLAGS = {
   watch: { type: 'string' },
   json: { type: 'boolean' },
   'heartbeat-table': { type: 'string' },
+  'queue-controls-table': { type: 'string' },
 } as const;
 
 export const PEEK_FLAGS = {
@@ -70,6 +71,15 @@ export const DASHBOARD_FLAGS = {
   'refresh-ms': { type: 'string' },
 } as const;
 
+export const PAUSE_FLAGS = {
+  ...DATABASE_FLAGS,
+  table: { type: 'string' },
+  schema: { type: 'string' },
+  queue: { type: 'string' },
+  'queue-controls-table': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export const SCHEDULES_FLAGS = {
   ...DATABASE_FLAGS,
   'schedules-table': { type: 'string' },
@@ -94,5 +104,7 @@ export const COMMAND_FLAGS = {
   prune: PRUNE_FLAGS,
   dashboard: DASHBOARD_FLAGS,
   schedules: SCHEDULES_FLAGS,
+  pause: PAUSE_FLAGS,
+  resume: PAUSE_FLAGS,
   demo: DEMO_FLAGS,
 } as const;

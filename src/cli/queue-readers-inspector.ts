@@ -1,6 +1,8 @@
 import type { TableInspection } from '../admin/inspection.js';
 import { openQueueInspector, type QueueInspectorOptions } from '../admin/open-queue-inspector.js';
 import { openDialect } from '../broker/open-dialect.js';
+import { QueueControls } from '../broker/queue-controls.js';
+import { WHOLE_TABLE_QUEUE_NAME } from '../dialect/queue-control-statements.js';
 import { BrokerDirectory } from '../dashboard/broker-directory.js';
 import { queueReadersOf, type QueueReaders } from '../dashboard/queue-readers.js';
 import { createDriver } from '../driver/create-driver.js';
@@ -10,6 +12,16 @@ export interface InspectionWithReaders extends TableInspection {
   readonly heartbeatTable: string;
   /** Null when the heartbeats cannot tell: no heartbeat table, or no live broker reads the table. */
   readonly readers: QueueReaders | null;
+  readonly queueControlsTable: string;
+  /** What an operator paused (tablequeue pause); null when the queue controls table cannot be read. */
+  readonly paused: PausedQueues | null;
+}
+
+export interface PausedQueues {
+  /** Every queue of the table is paused. */
+  readonly wholeTable: boolean;
+  /** Groups paused one by one, by name. */
+  readonly groups: readonly string[];
 }
 
 export interface QueueReadersInspector {
@@ -22,18 +34,32 @@ export interface QueueReadersInspector {
  * `stats`' inspector: the table by `options`, the brokers by `heartbeatTable`, over one pool of
  * two opened from the URL (or the caller's open driver, which it keeps and closes).
  */
-export async function openQueueReadersInspector(options: QueueInspectorOptions, heartbeatTable: string): Promise<QueueReadersInspector> {
+export async function openQueueReadersInspector(
+  options: QueueInspectorOptions,
+  heartbeatTable: string,
+  queueControlsTable: string,
+): Promise<QueueReadersInspector> {
   const ownsDriver = typeof options.database === 'string';
   const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: 2 }) : options.database;
   if (ownsDriver) await driver.open();
   try {
     const inspector = await openQueueInspector({ ...options, database: driver });
-    const directory = new BrokerDirectory({ driver, database: (await openDialect(driver)).name, table: heartbeatTable });
+    const database = (await openDialect(driver)).name;
+    const directory = new BrokerDirectory({ driver, database, table: heartbeatTable });
+    const controls = new QueueControls({ driver, database, table: queueControlsTable });
+    const queueTable = inspector.spec.qualifiedName;
+    // Missing until someone pauses a queue or a broker with subscriptions starts: nothing to show then.
+    const paused = async (): Promise<PausedQueues | null> => {
+      const list = await controls.listPaused().catch(() => null);
+      if (list === null) return null;
+      const ofTable = list.filter((queue) => queue.queueTable === queueTable).map((queue) => queue.queueName);
+      return { wholeTable: ofTable.includes(WHOLE_TABLE_QUEUE_NAME), groups: ofTable.filter((name) => name !== WHOLE_TABLE_QUEUE_NAME) };
+    };
     return {
       inspect: async () => {
-        const [inspection, brokers] = await Promise.all([inspector.inspect(), directory.list()]);
+        const [inspection, brokers, pausedQueues] = await Promise.all([inspector.inspect(), directory.list(), paused()]);
         const readers = queueReadersOf(brokers, inspector.spec, inspection.groups, inspector.deadLetter);
-        return { ...inspection, heartbeatTable, readers };
+        return { ...inspection, heartbeatTable, readers, queueControlsTable, paused: pausedQueues };
       },
       close: async () => {
         await inspector.close();

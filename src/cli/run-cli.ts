@@ -8,6 +8,7 @@ import { runPruneCommand } from './prune-command.js';
 import { runPurgeCommand } from './purge-command.js';
 import { runRequeueCommand } from './requeue-command.js';
 import { runSchedulesCommand } from './schedules-command.js';
+import { runPauseCommand, runResumeCommand } from './pause-command.js';
 import { runStatsCommand } from './stats-command.js';
 import { printableLines } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
@@ -23,6 +24,8 @@ commands:
   prune       delete processed rows and dead letters older than an age, in batches
   dashboard   serve a web page of the queues, throughput, dead letters and brokers
   schedules   the recurring schedules: queue, cron, zone, last and next tick, fired and missed
+  pause       stop every broker claiming a queue (or a whole table) until resume; publishing goes on
+  resume      let the brokers claim a paused queue again
   demo        publish 20,000 messages into an SQLite queue file and drain them with several workers
 
 run "tablequeue <command> --help" for a command's options; a command that opens a database
@@ -42,6 +45,8 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   prune: runPruneCommand,
   dashboard: runDashboardCommand,
   schedules: runSchedulesCommand,
+  pause: runPauseCommand,
+  resume: runResumeCommand,
   demo: runDemoCommand,
 };
 

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { GroupCounts } from '../admin/inspection.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
+import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { STATS_FLAGS } from './command-flags.js';
 import { INSPECTOR_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
@@ -22,8 +23,11 @@ A group with ready rows that no running broker subscribes to (a misspelt queue n
 flagged "unread", judged by the heartbeat table of brokers started with the heartbeat option,
 and only while one of them reads this table: without such a broker nothing is flagged.
 
+Queues an operator paused (tablequeue pause) are marked "paused", from the queue controls table.
+
 ${INSPECTOR_FLAGS_HELP}
   --heartbeat-table NAME    where brokers report the queues they read (default ${DEFAULT_HEARTBEAT_TABLE})
+  --queue-controls-table NAME  where pauses are kept (default ${DEFAULT_QUEUE_CONTROLS_TABLE})
   --watch [SECONDS]         print again every SECONDS (default 2) until Ctrl-C, which exits 0
   --json                    one JSON document; with --watch, one document per line`;
 
@@ -43,7 +47,11 @@ export async function runStatsCommand(args: string[], io: CliIo): Promise<number
   const watchMs = values.watch === undefined ? undefined : watchIntervalMs(values.watch);
   const out: OutputStream = io.stdout;
   const paint = paintFor(out, io.env);
-  const inspector = await openQueueReadersInspector(options, values['heartbeat-table'] ?? DEFAULT_HEARTBEAT_TABLE);
+  const inspector = await openQueueReadersInspector(
+    options,
+    values['heartbeat-table'] ?? DEFAULT_HEARTBEAT_TABLE,
+    values['queue-controls-table'] ?? DEFAULT_QUEUE_CONTROLS_TABLE,
+  );
   try {
     if (watchMs === undefined) {
       const inspection = await inspector.inspect();
@@ -118,8 +126,10 @@ export function inspectionJson(inspection: InspectionWithReaders): Record<string
       total: counts.total ?? null,
       oldestReadyAgeSeconds: counts.oldestReadyAgeSeconds,
       unread: readers === null ? null : counts.group !== null && readers.unreadGroups.includes(counts.group),
+      paused: isGroupPaused(inspection, counts.group),
     })),
     readers: readers === null ? null : { heartbeatTable: inspection.heartbeatTable, ...readers },
+    paused: inspection.paused === null ? null : { queueControlsTable: inspection.queueControlsTable, ...inspection.paused },
   };
 }
 
@@ -132,11 +142,12 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
         : ` in table "${printable(inspection.deadLetter.table)}"`;
   const title =
     `${paint.bold(printable(inspection.table))}  read ${inspection.readAt.toISOString()}  ` +
-    `dead letters: ${inspection.deadLettered > 0 ? paint.red(formatCount(inspection.deadLettered)) : '0'}${where}`;
-  if (inspection.groups.length === 0) return [title, paint.dim('(no rows)')];
+    `dead letters: ${inspection.deadLettered > 0 ? paint.red(formatCount(inspection.deadLettered)) : '0'}${where}` +
+    (inspection.paused?.wholeTable === true ? `  ${paint.yellow('paused: every queue')}` : '');
+  if (inspection.groups.length === 0) return [title, paint.dim('(no rows)'), ...pausedWithoutRowsLines(inspection, paint)];
   const count = (value: number, colour: (text: string) => string) => (value > 0 ? colour(formatCount(value)) : paint.dim('0'));
   const rows = inspection.groups.map((counts: GroupCounts) => [
-    counts.group === null ? '(table)' : printable(counts.group),
+    (counts.group === null ? '(table)' : printable(counts.group)) + (isGroupPaused(inspection, counts.group) === true ? ` ${paint.yellow('paused')}` : ''),
     count(counts.ready, paint.green),
     count(counts.delayed, paint.yellow),
     count(counts.inWork, (text) => text),
@@ -157,7 +168,21 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
     rows,
     paint,
   );
-  return [title, ...table, ...unreadLines(inspection, paint)];
+  return [title, ...table, ...unreadLines(inspection, paint), ...pausedWithoutRowsLines(inspection, paint)];
+}
+
+/** Whether the group (null: a table without groups) is paused; null when the controls table cannot be read. */
+function isGroupPaused(inspection: InspectionWithReaders, group: string | null): boolean | null {
+  const { paused } = inspection;
+  if (paused === null) return null;
+  return paused.wholeTable || (group !== null && paused.groups.includes(group));
+}
+
+/** Paused groups that have no rows, so no line of the table to mark. */
+function pausedWithoutRowsLines(inspection: InspectionWithReaders, paint: Paint): string[] {
+  const shown = new Set(inspection.groups.map((counts) => counts.group));
+  const hidden = (inspection.paused?.groups ?? []).filter((group) => !shown.has(group));
+  return hidden.length === 0 ? [] : [paint.yellow(printable(`paused, without rows: ${hidden.join(', ')}`))];
 }
 
 /** A line per group that no reporting broker reads; none when the heartbeats cannot tell. */
