@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'ENCODE'
   | 'DESTINATION'
   | 'HANDLER'
+  | 'HANDLER_TIMEOUT'
   | 'INTERNAL';
 
 export class QueueError extends Error {
@@ -127,6 +128,29 @@ export class LeaseLostError extends QueueError {
     );
     this.id = details.id;
     this.subscription = details.subscription;
+  }
+}
+
+/**
+ * A handler ran past its `timeoutMs` (the subscription's, or the message's `tablequeue-timeout-ms`
+ * header): the reason `context.signal` aborts with, and the last error a dead letter records when
+ * the handler had not returned within the grace after it.
+ */
+export class HandlerTimeoutError extends QueueError {
+  /** The first message of the delivery (its only one unless a batch). */
+  readonly id: string;
+  readonly subscription: string;
+  readonly timeoutMs: number;
+
+  constructor(details: { id: string; subscription: string; timeoutMs: number }) {
+    super(
+      'HANDLER_TIMEOUT',
+      `the handler of message ${details.id} of subscription "${details.subscription}" ran past its timeout of ${details.timeoutMs} ms; ` +
+        'stop work when context.signal aborts, or raise timeoutMs',
+    );
+    this.id = details.id;
+    this.subscription = details.subscription;
+    this.timeoutMs = details.timeoutMs;
   }
 }
 

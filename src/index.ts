@@ -31,6 +31,19 @@ export type {
 } from './subscription/subscription-options.js';
 export type { SubscriptionStats } from './subscription/subscription.js';
 export type { DeliveryFailureDetail } from './subscription/delivery-runner.js';
+export type {
+  CancelledEvent,
+  DeadLetteredEvent,
+  DeliveryEvent,
+  LeaseLostEvent,
+  LifecycleEventName,
+  LifecycleEvents,
+  RetryingEvent,
+  SettledEvent,
+  SettledEventOutcome,
+  TimedOutEvent,
+} from './subscription/lifecycle-events.js';
+export { TIMEOUT_HEADER } from './delivery/message-timeout.js';
 export type { PoolStats } from './driver/driver.js';
 export { PROMETHEUS_CONTENT_TYPE } from './observability/metric-registry.js';
 export type { MetricsEndpoint, ServeMetricsOptions } from './observability/metrics-endpoint.js';
@@ -83,6 +96,7 @@ export {
   DestinationError,
   EncodeError,
   HandlerError,
+  HandlerTimeoutError,
   InternalError,
   isQueueError,
   LeaseLostError,

@@ -68,6 +68,11 @@ export interface HeldRow extends ClaimedRow {
   settle(settlement: Settlement): Promise<void>;
   /** Returns the row to the queue unhandled and without spending an attempt where the form allows. */
   handBack(): Promise<void>;
+  /**
+   * The handler ran past its timeout: the lease form stops renewing the row's lease, so a
+   * handler that is never given up on cannot keep it. Forms without leases have none.
+   */
+  stopRenewing?(): void;
 }
 
 /**

@@ -35,6 +35,8 @@ export class LeaseSlot extends LeaseTokens {
   readonly idValue: unknown;
   isLost = false;
   isSettling = false;
+  /** The handler ran past its timeout: the lease runs out unless the settlement comes first. */
+  isRenewalStopped = false;
   /** The renewal statement in flight for this row, if any. */
   extension: Promise<void> | undefined;
 
@@ -60,17 +62,18 @@ export class LeaseBook {
     if (this.#slots.get(slot.id) === slot) this.#slots.delete(slot.id);
   }
 
-  /** Slots a renewal round should extend: held, not settling, not lost. */
+  /** Slots a renewal round should extend: held, not settling, not lost, not timed out. */
   renewable(): LeaseSlot[] {
     return [...this.#slots.values()].filter((slot) => this.isRenewable(slot));
   }
 
   /**
-   * Whether `slot` may be renewed now: still in the book, not settling, not lost. A round asks
+   * Whether `slot` may be renewed now: still in the book, not settling, not lost, its handler
+   * not past its timeout. A round asks
    * again just before each statement, since its list was read before its first one.
    */
   isRenewable(slot: LeaseSlot): boolean {
-    return this.#slots.get(slot.id) === slot && !slot.isSettling && !slot.isLost;
+    return this.#slots.get(slot.id) === slot && !slot.isSettling && !slot.isLost && !slot.isRenewalStopped;
   }
 }
 

@@ -21,7 +21,8 @@ export interface LeaseFormOptions {
    */
   readonly settlementWindowMs: number | undefined;
   readonly onRenewed: () => void;
-  readonly onLost: () => void;
+  /** A lease was found lost, once per row: by a renewal, or by the settlement. */
+  readonly onLost: (id: string) => void;
   readonly onError: (error: unknown) => void;
   /** The renewals' clock and test signals (see LeaseKeeperOptions); the host's clock and dormant signals without. */
   readonly keeper?: Pick<LeaseKeeperOptions, 'clock' | 'signals'>;
@@ -88,7 +89,7 @@ export class LeaseForm implements ClaimForm {
       extend: this.#statements.extend,
       leaseMs: options.leaseMs,
       onRenewed: options.onRenewed,
-      onLost: () => options.onLost(),
+      onLost: (slot) => options.onLost(slot.id),
       onError: options.onError,
       ...options.keeper,
     });
@@ -279,7 +280,7 @@ export class LeaseForm implements ClaimForm {
     // A renewal that found the row gone already counted this loss.
     if (!slot.isLost) {
       slot.isLost = true;
-      this.#options.onLost();
+      this.#options.onLost(slot.id);
     }
     return new LeaseLostError({ id: slot.id, subscription: this.#context.subscription });
   }
@@ -319,6 +320,10 @@ class LeaseHeldRow implements HeldRow {
 
   handBack(): Promise<void> {
     return this.#once({ kind: 'retry' });
+  }
+
+  stopRenewing(): void {
+    this.#slot.isRenewalStopped = true;
   }
 
   #once(settlement: Settlement): Promise<void> {

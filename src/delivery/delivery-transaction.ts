@@ -22,6 +22,8 @@ export class DeliveryTransaction implements HandlerTransaction {
   readonly #messageId: string;
   #afterCommit: (() => void)[] = [];
   #isLent = true;
+  /** The handler's statements that have not answered yet. */
+  #runningCount = 0;
 
   constructor(connection: Connection, messageId: string) {
     this.#connection = connection;
@@ -60,6 +62,18 @@ export class DeliveryTransaction implements HandlerTransaction {
     this.#isLent = false;
   }
 
+  /**
+   * The handler ran out of time (`timeoutMs`) and is given up on: the loan ends, and when a
+   * statement of the handler's still runs, the session is ended, since the settlement's own
+   * statements would otherwise queue behind it for as long as it runs. The server rolls back
+   * the transaction, and the form's settlement then fails on the ended connection as after any
+   * lost session (row lock and advisory forms: the row returns as it was claimed).
+   */
+  interrupt(): void {
+    this.endLoan();
+    if (this.#runningCount > 0) this.#connection.destroy();
+  }
+
   /** The form committed the handler's writes. */
   committed(): void {
     this.endLoan();
@@ -76,7 +90,12 @@ export class DeliveryTransaction implements HandlerTransaction {
 
   async #execute(statement: BoundStatement): Promise<QueryResult> {
     this.#requireLent();
-    return this.#connection.execute(statement);
+    this.#runningCount += 1;
+    try {
+      return await this.#connection.execute(statement);
+    } finally {
+      this.#runningCount -= 1;
+    }
   }
 
   #requireLent(): void {

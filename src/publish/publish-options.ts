@@ -10,6 +10,11 @@ export interface PublishOptions {
   runAt?: Date;
   /** String headers, stored as JSON; needs a headers column. */
   headers?: Record<string, string>;
+  /**
+   * This message's handler timeout in milliseconds, overriding the subscription's `timeoutMs`;
+   * carried in the header `tablequeue-timeout-ms` (`TIMEOUT_HEADER`), so it needs a headers column.
+   */
+  timeoutMs?: number;
   /** The id, for tables whose ids the publisher supplies (`id: { column, generated: false }`). */
   id?: string | number;
   /**

@@ -126,3 +126,26 @@ describe('Publisher with listen off', () => {
     expect(released).toEqual(['pool 1']);
   });
 });
+
+describe('Publisher with a message timeout', () => {
+  const withHeaders = defineTable({ table: 'jobs', id: 'id', group: 'queue', payload: 'payload', headers: 'headers' });
+
+  it("writes timeoutMs into the headers beside the caller's, as the header the subscription reads", async () => {
+    const { driver, executed } = createFakeDriver();
+    const { publisher } = createPublisher(driver, { listen: false });
+    await publisher.publish(withHeaders.queue('emails'), {}, { timeoutMs: 2_500, headers: { tenant: 't1' } });
+    expect(executed[0]!.values).toContain(JSON.stringify({ tenant: 't1', 'tablequeue-timeout-ms': '2500' }));
+  });
+
+  it('refuses timeoutMs on a table without a headers column, and timeouts no timer keeps', async () => {
+    const { driver, executed } = createFakeDriver();
+    const { publisher } = createPublisher(driver, { listen: false });
+    await expect(publisher.publish(grouped.queue('emails'), {}, { timeoutMs: 100 })).rejects.toThrow(
+      'publish to "jobs/emails": the timeoutMs option travels in the header "tablequeue-timeout-ms", and table "jobs" has no headers column; declare headers in defineTable, or set timeoutMs on the subscription instead',
+    );
+    await expect(publisher.publish(withHeaders.queue('emails'), {}, { timeoutMs: 0 })).rejects.toThrow(
+      'timeoutMs must be a number of milliseconds above 0 and at most 2147483647, got 0',
+    );
+    expect(executed).toEqual([]);
+  });
+});

@@ -6,6 +6,8 @@ import type { NotifyStatements } from '../dialect/notify.js';
 import { inTransaction, withConnection } from '../driver/connection-scope.js';
 import type { Connection, Driver, QueryResult } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
+import { TIMEOUT_HEADER } from '../delivery/message-timeout.js';
+import { positiveMilliseconds } from '../option-checks.js';
 import { bindPositional, bindStatement, type BoundStatement, type Statement } from '../statement.js';
 import { validateIdentifier } from '../table/identifier.js';
 import { isStorableTime, MAX_PRIORITY, MIN_PRIORITY } from '../table/storable-values.js';
@@ -19,7 +21,7 @@ import type { KeyedPublishOptions, KeyedPublishResult, PublishItem, PublishOptio
 const MAX_ROWS_PER_INSERT = 500;
 const MAX_PARAMS_PER_INSERT = 30_000;
 
-const OPTION_KEYS = new Set(['partitionKey', 'priority', 'delayMs', 'runAt', 'headers', 'id', 'tx', 'dedupeKey', 'dedupe', 'dedupeForMs']);
+const OPTION_KEYS = new Set(['partitionKey', 'priority', 'delayMs', 'runAt', 'headers', 'timeoutMs', 'id', 'tx', 'dedupeKey', 'dedupe', 'dedupeForMs']);
 
 export interface PublisherOptions {
   readonly driver: Driver;
@@ -383,9 +385,8 @@ function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: Pu
   setRole(spec.retryAfter, 'delayMs/runAt (retryAfter)', dueOption(options, now, where), () =>
     isDueAsDelay ? Math.round((options.delayMs ?? 0) * 1000) : dueAt(options, now),
   );
-  setRole(spec.headers, 'headers', options.headers, () =>
-    options.headers === undefined ? null : encodeHeaders(options.headers, where),
-  );
+  const headers = withTimeoutHeader(spec, options, where);
+  setRole(spec.headers, 'headers', options.headers, () => (headers === undefined ? null : encodeHeaders(headers, where)));
   const keyed = options as { dedupeKey?: unknown; dedupe?: unknown; dedupeForMs?: unknown };
   const key = keyed.dedupeKey === undefined ? undefined : checkDedupeKey(spec, keyed.dedupeKey, where);
   if (key === undefined && (keyed.dedupe !== undefined || keyed.dedupeForMs !== undefined)) {
@@ -467,4 +468,23 @@ function insertedIds(spec: TableSpec, result: QueryResult, supplied: readonly (s
   if (returned.length === count) return returned.map(String);
   if (result.insertId !== undefined) return [String(result.insertId)];
   return [];
+}
+
+/**
+ * The headers to store: the caller's, with the message's own timeout (`timeoutMs`) added as
+ * `TIMEOUT_HEADER`, which a handler reads back and a subscription goes by.
+ */
+function withTimeoutHeader(spec: TableSpec, options: PublishOptions, where: string): Record<string, string> | undefined {
+  const given: unknown = options.headers;
+  // Headers that are no map go on unchanged, for encodeHeaders to say what is wrong.
+  if (options.timeoutMs === undefined || (given !== undefined && (typeof given !== 'object' || given === null || Array.isArray(given)))) {
+    return options.headers;
+  }
+  const timeoutMs = positiveMilliseconds(options.timeoutMs, 'timeoutMs', where);
+  if (spec.headers === undefined) {
+    throw new DeclarationError(
+      `${where}: the timeoutMs option travels in the header "${TIMEOUT_HEADER}", and table "${spec.qualifiedName}" has no headers column; declare headers in defineTable, or set timeoutMs on the subscription instead`,
+    );
+  }
+  return { ...options.headers, [TIMEOUT_HEADER]: String(timeoutMs) };
 }

@@ -95,12 +95,26 @@ describe('resolveSubscribeOptions', () => {
   it.each([
     [{ pollIntervalMs: 2 ** 31 }, /pollIntervalMs must be a number of milliseconds above 0 and at most 2147483647, got 2147483648/],
     [{ leaseMs: 3_600_001 }, /leaseMs must be a number of milliseconds above 0 and at most 3600000/],
+    [{ timeoutMs: 0 }, /timeoutMs must be a number of milliseconds above 0 and at most 2147483647, got 0/],
+    [{ timeoutMs: 2 ** 31 }, /timeoutMs must be a number of milliseconds above 0 and at most 2147483647, got 2147483648/],
+    [{ timeoutMs: Number.NaN }, /timeoutMs must be a number of milliseconds above 0/],
     [{ settlementWindowMs: 2 ** 31 }, /settlementWindowMs must be a number of milliseconds from 0 to 2147483647/],
     [{ retryBackoff: { initialMs: 2 ** 31 } }, /retryBackoff.initialMs must be a number of milliseconds above 0 and at most 2147483647/],
     [{ retryBackoff: { maxMs: Number.POSITIVE_INFINITY } }, /retryBackoff.maxMs must be a number of milliseconds/],
     [{ onDecodeFailure: { retryAfterMs: 2 ** 31 } }, /onDecodeFailure.retryAfterMs must be a number of milliseconds from 0 to 2147483647/],
   ])('refuses milliseconds no timer keeps: %j', (options, message) => {
     expect(refusal(options as SubscribeOptions<unknown>)).toMatch(message);
+  });
+
+  it('has no timeout unless asked, and accepts the longest timer', () => {
+    expect(resolveSubscribeOptions({}, defaults, 'here').timeoutMs).toBeUndefined();
+    expect(resolveSubscribeOptions({ timeoutMs: 2 ** 31 - 1 }, defaults, 'here').timeoutMs).toBe(2 ** 31 - 1);
+  });
+
+  it('refuses timeoutMs for handlers on worker threads, whose signal it cannot abort', () => {
+    expect(refusal({ timeoutMs: 1_000, onThreads: { threads: 2, module: './h.js' } })).toBe(
+      "subscription \"jobs/emails\": timeoutMs aborts the handler's context.signal, which a handler on a worker thread does not share; remove timeoutMs or onThreads",
+    );
   });
 
   it('accepts the longest timer and the longest lease', () => {

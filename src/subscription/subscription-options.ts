@@ -14,7 +14,10 @@ export interface HandlerContext {
   query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<Row[]>;
   /** Publishes through the broker (on a connection of its own); wakes this broker's subscriptions. */
   publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string>;
-  /** Aborted when the broker stops and the handler ran past the stop timeout. */
+  /**
+   * Aborted when the delivery's `timeoutMs` passes (reason: a `HandlerTimeoutError`), and when the
+   * broker stops and the handler ran past the stop timeout.
+   */
   readonly signal: AbortSignal;
   /**
    * Transactional mode (`transactional: true`): the delivery's transaction. Writes through it,
@@ -77,6 +80,14 @@ export interface SubscribeOptionsBase<Payload = unknown> {
   /** The lease of this subscription (lease form); default the broker's. */
   leaseMs?: number;
   /**
+   * How long a handler may run, in ms: then `context.signal` aborts, a lease is no longer
+   * renewed, and a handler that has not returned within a grace (the smaller of `timeoutMs` and
+   * one second) is given up on: its delivery fails by the retry rules (backoff, or dead letter at
+   * `maxAttempts`) and what it returns later is ignored. A message published with `timeoutMs`
+   * overrides it. Default none. In-process handlers only (not `onThreads`).
+   */
+  timeoutMs?: number;
+  /**
    * Lease form: settlements that arrive within `settlementWindowMs` of each other go to the
    * database in one statement per kind, each row still fenced by its own token. Default true;
    * transactional subscriptions settle each delivery in its own transaction whatever this says.
@@ -129,6 +140,7 @@ export interface ResolvedSubscribeOptions {
   readonly onThreads: Readonly<Required<Omit<ThreadOptions, 'module'>> & { module: string }> | undefined;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
+  readonly timeoutMs: number | undefined;
   readonly coalesceSettlements: boolean;
   readonly settlementWindowMs: number;
   readonly prefetch: number;
@@ -177,6 +189,7 @@ const OPTION_KEYS = new Set([
   'onThreads',
   'pollIntervalMs',
   'leaseMs',
+  'timeoutMs',
   'coalesceSettlements',
   'settlementWindowMs',
   'prefetch',
@@ -221,6 +234,12 @@ export function resolveSubscribeOptions(
   const batch = options.batch === undefined ? undefined : positiveInteger(options.batch, 'batch', where, MAX_BATCH);
   const pollIntervalMs = positiveMilliseconds(options.pollIntervalMs ?? defaults.pollIntervalMs, 'pollIntervalMs', where);
   const leaseMs = positiveMilliseconds(options.leaseMs ?? defaults.leaseMs, 'leaseMs', where, MAX_LEASE_MS);
+  const timeoutMs = options.timeoutMs === undefined ? undefined : positiveMilliseconds(options.timeoutMs, 'timeoutMs', where);
+  if (timeoutMs !== undefined && onThreads !== undefined) {
+    throw new DeclarationError(
+      `${where}: timeoutMs aborts the handler's context.signal, which a handler on a worker thread does not share; remove timeoutMs or onThreads`,
+    );
+  }
   const coalesceSettlements = options.coalesceSettlements ?? true;
   if (typeof coalesceSettlements !== 'boolean') throw new DeclarationError(`${where}: coalesceSettlements must be true or false`);
   const settlementWindowMs = options.settlementWindowMs ?? DEFAULT_SETTLEMENT_WINDOW_MS;
@@ -272,6 +291,7 @@ export function resolveSubscribeOptions(
     onThreads,
     pollIntervalMs,
     leaseMs,
+    timeoutMs,
     coalesceSettlements,
     settlementWindowMs,
     prefetch,
