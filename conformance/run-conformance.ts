@@ -3,6 +3,7 @@ import type { Broker } from '../src/index.js';
 import { stopAll } from './fixtures.js';
 import { requireLive } from './require-live.js';
 import type { Stand, TestDatabase } from './stand.js';
+import { cancelSuite } from './suites/cancel.suite.js';
 import { cliSuite } from './suites/cli.suite.js';
 import { coalescingSuite } from './suites/coalescing.suite.js';
 import { cliOperationsSuite } from './suites/cli-operations.suite.js';
@@ -87,6 +88,7 @@ export function runConformance(stand: Stand): Promise<void> {
       schedulesSuite(context);
       retentionSuite(context);
       pauseSuite(context);
+      cancelSuite(context);
       textCollationSuite(context);
       metricsSuite(context);
       tracingSuite(context);

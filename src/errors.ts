@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'POOL_EXHAUSTED'
   | 'ALREADY_SUBSCRIBED'
   | 'LEASE_LOST'
+  | 'CANCELLED'
   | 'BATCH_ROLLED_BACK'
   | 'TRANSACTION_ENDED'
   | 'DEDUPE_CONTENDED'
@@ -151,6 +152,25 @@ export class HandlerTimeoutError extends QueueError {
     this.id = details.id;
     this.subscription = details.subscription;
     this.timeoutMs = details.timeoutMs;
+  }
+}
+
+/**
+ * The reason a handler's `context.signal` aborts when its message was cancelled
+ * (`broker.cancel`, `tablequeue cancel`): stop the work; whatever the handler returns, the
+ * message is settled as cancelled and never retried.
+ */
+export class CancelledError extends QueueError {
+  readonly id: string;
+  readonly subscription: string;
+
+  constructor(details: { id: string; subscription: string }) {
+    super(
+      'CANCELLED',
+      `message ${details.id} of subscription "${details.subscription}" was cancelled; stop its work, since the message is removed whatever the handler returns`,
+    );
+    this.id = details.id;
+    this.subscription = details.subscription;
   }
 }
 

@@ -31,6 +31,8 @@ export type {
 } from './subscription/subscription-options.js';
 export type { SubscriptionStats } from './subscription/subscription.js';
 export type { DeliveryFailureDetail } from './subscription/delivery-runner.js';
+export type { CancelResult } from './broker/message-cancel.js';
+export { createCancellationsTableSql } from './broker/message-cancel.js';
 export type {
   CancelledEvent,
   DeadLetteredEvent,
@@ -86,6 +88,7 @@ export type {
 export {
   AlreadySubscribedError,
   BatchRolledBackError,
+  CancelledError,
   ClosedError,
   ConnectionBudgetError,
   PoolExhaustedError,

@@ -6,6 +6,7 @@ import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
 import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
+import { DEFAULT_CANCELLATIONS_TABLE } from '../dialect/cancellation-statements.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -70,6 +71,12 @@ export interface BrokerOptions {
    * missing at start when the broker has subscriptions, and by `pause`. Default `tablequeue_queue_controls`.
    */
   queueControlsTable?: string;
+  /**
+   * Where `cancel` records cancels of messages in work for the brokers running them: `name` or
+   * `schema.name`, created if missing at start when the broker has subscriptions, and by `cancel`.
+   * Default `tablequeue_cancellations`.
+   */
+  cancellationsTable?: string;
 }
 
 export interface ResolvedBrokerOptions {
@@ -88,6 +95,7 @@ export interface ResolvedBrokerOptions {
   readonly schedulesTable: string;
   readonly dedupeWindowsTable: string;
   readonly queueControlsTable: string;
+  readonly cancellationsTable: string;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -111,6 +119,7 @@ const OPTION_KEYS = new Set([
   'schedulesTable',
   'dedupeWindowsTable',
   'queueControlsTable',
+  'cancellationsTable',
 ]);
 
 /** The error goes last, where the console prints its stack (and cause) below the line and the other fields. */
@@ -147,6 +156,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
   if (options.schedulesTable !== undefined) parseQualifiedName(options.schedulesTable, `${WHERE}: schedulesTable`);
   if (options.dedupeWindowsTable !== undefined) parseQualifiedName(options.dedupeWindowsTable, `${WHERE}: dedupeWindowsTable`);
   if (options.queueControlsTable !== undefined) parseQualifiedName(options.queueControlsTable, `${WHERE}: queueControlsTable`);
+  if (options.cancellationsTable !== undefined) parseQualifiedName(options.cancellationsTable, `${WHERE}: cancellationsTable`);
   if (options.listen !== undefined && typeof options.listen !== 'boolean') {
     throw new DeclarationError(`new Broker: listen must be true or false, got ${String(options.listen)}`);
   }
@@ -165,6 +175,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     schedulesTable: options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE,
     dedupeWindowsTable: options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
     queueControlsTable: options.queueControlsTable ?? DEFAULT_QUEUE_CONTROLS_TABLE,
+    cancellationsTable: options.cancellationsTable ?? DEFAULT_CANCELLATIONS_TABLE,
   });
 }
 

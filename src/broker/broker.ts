@@ -55,6 +55,8 @@ import { Scheduler, type ScheduleStats, type SchedulerTestHooks } from '../sched
 import { QueueTable as QueueTableClass } from '../definition/define-table.js';
 import { resolveRetentionDeclaration, type RetainOptions, type RetentionDeclaration } from '../retention/retention-options.js';
 import { Retainer, type RetainerTestHooks, type RetentionStats } from '../retention/retainer.js';
+import { MessageCanceller, type CancelResult } from './message-cancel.js';
+import type { CancellationRecords } from '../subscription/cancellation-watch.js';
 
 /**
  * How long `stop()` waits for the pool to close after every connection it lent was destroyed;
@@ -112,6 +114,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
   #listener: NotifyListener | undefined;
   #heartbeat: Heartbeat | undefined;
   #queueControls: QueueControls | undefined;
+  #canceller: MessageCanceller | undefined;
   #stopping: Promise<void> | undefined;
   readonly #relays: Relay[] = [];
   readonly #dedupeGates: DedupeGate[] = [];
@@ -252,6 +255,9 @@ export class Broker extends EventEmitter<BrokerEvents> {
       });
       this.#queueControls = queueControls;
       if (this.#subscriptions.size > 0) await this.#createQueueControlsTable(queueControls);
+      const canceller = new MessageCanceller({ driver, dialect, table: this.#options.cancellationsTable });
+      this.#canceller = canceller;
+      const cancellations = this.#subscriptions.size > 0 ? await this.#createCancellationsTable(canceller) : undefined;
       // Subscriptions that give up on their handlers at the same stop share one cancel: one
       // session of its own, not one per subscription, cancels what runs on the broker's connections.
       let cancelling: Promise<void> | undefined;
@@ -268,6 +274,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           cancelStatements,
           observability: this.#observability,
           readPaused: (queue) => queueControls.isPaused(queueControlKeyOf(queue, 'subscribe')),
+          cancellations,
         });
       }
       for (const gate of this.#dedupeGates) await gate.open(driver, dialect);
@@ -482,6 +489,32 @@ export class Broker extends EventEmitter<BrokerEvents> {
     await this.#control(target, 'resume');
   }
 
+  /**
+   * Cancels the message `id` of `queue`, in whichever broker or process runs it. A waiting message
+   * is removed (deleted, or marked processed where the table has processedAt) before any handler
+   * sees it: `waiting`. A message in work has its handler's `context.signal` aborted with a
+   * `CancelledError` and is settled as cancelled whatever the handler returns, never retried:
+   * `inWork` (lease tables: the row is removed at once, and its broker hears at its next lease
+   * renewal; row lock tables: the broker running it reads the cancel within one poll interval).
+   * `gone`: no unfinished message with that id in the queue. Lease and row lock tables only.
+   */
+  async cancel(queue: Queue<unknown>, id: string): Promise<CancelResult> {
+    if (!(queue instanceof QueueClass) || typeof id !== 'string' || id === '') {
+      throw new DeclarationError("broker.cancel needs a queue from table.queue(name) and a message id as text, such as broker.cancel(emails, '42')");
+    }
+    if (this.#state !== 'running' || this.#canceller === undefined) {
+      throw new ClosedError(
+        this.#state === 'new' || this.#state === 'starting'
+          ? 'broker.cancel: the broker is not started; await broker.start() first'
+          : 'broker.cancel: the broker is stopped',
+      );
+    }
+    const result = await this.#canceller.cancel(queue, id);
+    // This broker's own delivery of it, if any, hears now rather than at its next renewal or poll.
+    if (result.status === 'inWork') this.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group))?.cancelInWork(id);
+    return result;
+  }
+
   /** Whether the queue is paused now, by its own row or its table's (read from the database, not a cache). */
   async isPaused(queue: Queue<unknown>): Promise<boolean> {
     const key = queueControlKeyOf(queue, 'broker.isPaused');
@@ -616,6 +649,22 @@ export class Broker extends EventEmitter<BrokerEvents> {
       this.#reportWarning(
         `${error instanceof Error ? error.message : String(error)}; until it exists, subscriptions take their queues to run and pause() fails`,
       );
+    }
+  }
+
+  /**
+   * Without the table (a role that may not create one), cancels still remove waiting messages
+   * once someone creates it, but none reaches a message this broker has in work.
+   */
+  async #createCancellationsTable(canceller: MessageCanceller): Promise<CancellationRecords | undefined> {
+    try {
+      await canceller.createTable();
+      return canceller.records;
+    } catch (error) {
+      this.#reportWarning(
+        `${error instanceof Error ? error.message : String(error)}; cancels of messages this broker has in work will not reach it (create the cancellations table, or name one it may create with the cancellationsTable option)`,
+      );
+      return undefined;
     }
   }
 

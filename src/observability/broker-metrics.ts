@@ -17,11 +17,12 @@ export const PUBLISH_TO_HANDLER_BUCKETS_SECONDS = [
 /**
  * What became of a claimed message: the settlement that took effect (a handler that threw is
  * settled as `retryAfter`, or `retry` without a retryAfter column), or why none did: the lease
- * was gone (`leaseLost`) or the settlement's statement failed (`failed`).
+ * was gone (`leaseLost`) or the settlement's statement failed (`failed`). `cancelled`: the
+ * message was cancelled while in work and removed, whatever its handler returned.
  */
-export type SettledOutcome = 'ack' | 'drop' | 'retry' | 'retryAfter' | 'deadLetter' | 'leaseLost' | 'failed';
+export type SettledOutcome = 'ack' | 'drop' | 'retry' | 'retryAfter' | 'deadLetter' | 'cancelled' | 'leaseLost' | 'failed';
 
-const SETTLED_OUTCOMES: readonly SettledOutcome[] = ['ack', 'drop', 'retry', 'retryAfter', 'deadLetter', 'leaseLost', 'failed'];
+const SETTLED_OUTCOMES: readonly SettledOutcome[] = ['ack', 'drop', 'retry', 'retryAfter', 'deadLetter', 'cancelled', 'leaseLost', 'failed'];
 
 /** The subscription's own counts (its `stats()`), copied into metrics when they are read. */
 export interface SubscriptionCounts {
@@ -33,6 +34,7 @@ export interface SubscriptionCounts {
   readonly leasesLost: number;
   readonly handlerErrors: number;
   readonly decodeFailures: number;
+  readonly cancelled: number;
   readonly inWork: number;
   readonly connectionsHeld: number;
   /** Whether an operator paused the queue, as the subscription last read it. */
@@ -111,6 +113,7 @@ export class BrokerMetrics {
       decodeFailures: counter('tablequeue_decode_failures_total', 'Claimed rows whose payload or headers did not decode.'),
       leaseRenewals: counter('tablequeue_leases_renewed_total', 'Lease renewals that held.'),
       leasesLost: counter('tablequeue_leases_lost_total', 'Lease renewals that found the lease gone.'),
+      cancelled: counter('tablequeue_cancelled_total', 'Messages cancelled while in work here (broker.cancel, tablequeue cancel): settled as cancelled, never retried.'),
     };
     this.#handled = counter(
       'tablequeue_messages_handled_total',

@@ -5,7 +5,7 @@ import type { DeliveryTransaction, HandlerTransaction } from '../delivery/delive
 import { boundLastError, describeRetryRequested, describeThrown } from '../delivery/last-error.js';
 import type { Message } from '../delivery/message.js';
 import { isOutcome, retryDelayProblem, type Outcome } from '../delivery/outcome.js';
-import { DeclarationError, DecodeError, LeaseLostError } from '../errors.js';
+import { CancelledError, DeclarationError, DecodeError, LeaseLostError } from '../errors.js';
 import { backoffDelayMs } from '../internal/backoff.js';
 import { TestSignal } from '../internal/test-signal.js';
 import type { SettledOutcome } from '../observability/broker-metrics.js';
@@ -27,17 +27,21 @@ export interface DeliveryCounters {
   decodeFailures: number;
   handlerErrors: number;
   settleErrors: number;
+  /** Messages cancelled while in work (`broker.cancel`), settled as cancelled. */
+  cancelled: number;
 }
 
 /**
  * Calls the handler for the decoded messages of one unit on worker `slot` and returns what it
  * returned: in process, or on a worker thread. `transaction` is the delivery's transaction in
- * transactional mode, lent to the handler as `context.tx`.
+ * transactional mode, lent to the handler as `context.tx`. `signal` is the delivery's own:
+ * aborted at stop (past the stop timeout) and when one of the unit's rows is cancelled.
  */
 export type InvokeHandler = (
   messages: Message<unknown>[],
   slot: number,
   transaction: HandlerTransaction | undefined,
+  signal: AbortSignal,
 ) => Promise<unknown>;
 
 export interface DeliveryRunnerOptions {
@@ -59,8 +63,23 @@ export interface DeliveryRunnerOptions {
    */
   readonly isDoneAtHandover: boolean;
   readonly onSettled: () => void;
+  /** The subscription's: aborted at stop past the stop timeout; every delivery's signal follows it. */
+  readonly stopSignal: AbortSignal;
+  /** What the runner asks about messages cancelled while in work. */
+  readonly cancellations: DeliveryCancellations;
   /** Signals a test turns on; the runner makes dormant ones without. */
   readonly signals?: DeliveryRunnerSignals;
+}
+
+/** The subscription's part of a cancel of a message in work (see subscription/cancellation-watch.ts). */
+export interface DeliveryCancellations {
+  /**
+   * Whether a message whose lease settlement found its row gone was cancelled (the canceller
+   * removed the row), rather than its lease lost.
+   */
+  wasCancelled(id: string): Promise<boolean>;
+  /** The message settled as cancelled: its cancellation record can go. */
+  settledAsCancelled(id: string): void;
 }
 
 /** What the runner tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
@@ -122,6 +141,7 @@ export class DeliveryRunner {
     decodeFailures: 0,
     handlerErrors: 0,
     settleErrors: 0,
+    cancelled: 0,
   };
   readonly #options: DeliveryRunnerOptions;
   readonly #inFlight = new Set<HeldRow>();
@@ -129,6 +149,10 @@ export class DeliveryRunner {
   #settlingCount = 0;
   readonly #settledWaiters: (() => void)[] = [];
   readonly #abandoned = new WeakSet<HeldRow>();
+  /** Each message in work, until its settlement begins: the abort of its delivery's signal. */
+  readonly #deliveryAborts = new Map<string, AbortController>();
+  /** Messages cancelled while in work; they settle as cancelled whatever the handler returns. */
+  readonly #cancelled = new Set<string>();
   #hasWarnedRetryAfter = false;
   #hasWarnedBatchLength = false;
   readonly #signals: DeliveryRunnerSignals;
@@ -138,15 +162,45 @@ export class DeliveryRunner {
     this.#signals = options.signals ?? new DeliveryRunnerSignals();
   }
 
+  /** The messages in work whose settlement has not begun. */
+  inWorkIds(): string[] {
+    return [...this.#deliveryAborts.keys()];
+  }
+
+  /**
+   * A message in work was cancelled: its delivery's signal aborts with a `CancelledError`, and
+   * it settles as cancelled whatever the handler returns. False when no delivery here has it in
+   * work, or its settlement already began.
+   */
+  cancel(id: string): boolean {
+    const abort = this.#deliveryAborts.get(id);
+    if (abort === undefined) return false;
+    this.#cancelled.add(id);
+    abort.abort(new CancelledError({ id, subscription: this.#options.subscription }));
+    return true;
+  }
+
+  /** Whether `id` was cancelled while in work here and its settlement as cancelled has not ended. */
+  isCancelled(id: string): boolean {
+    return this.#cancelled.has(id);
+  }
+
   async run(unit: DeliveryUnit, slot: number): Promise<void> {
-    for (const row of unit) this.#inFlight.add(row);
+    const abort = new AbortController();
+    for (const row of unit) {
+      this.#inFlight.add(row);
+      this.#deliveryAborts.set(row.id, abort);
+    }
     this.#signals.deliveryStarted.emit(unit);
     let handedOver: { readonly settlements: Promise<void> };
     try {
-      handedOver = await this.#run(unit, slot);
+      handedOver = await this.#run(unit, slot, AbortSignal.any([this.#options.stopSignal, abort.signal]));
       if (!this.#options.isDoneAtHandover) await handedOver.settlements;
     } finally {
-      for (const row of unit) this.#inFlight.delete(row);
+      for (const row of unit) {
+        this.#inFlight.delete(row);
+        if (this.#deliveryAborts.get(row.id) === abort) this.#deliveryAborts.delete(row.id);
+      }
     }
     if (this.#options.isDoneAtHandover) {
       // Waiting here for the window and the statement idles the worker for about 2 ms per
@@ -191,7 +245,7 @@ export class DeliveryRunner {
   }
 
   /** Decodes, calls the handler and starts the settlements; `settlements` is their end, which never rejects. */
-  async #run(unit: DeliveryUnit, slot: number): Promise<{ readonly settlements: Promise<void> }> {
+  async #run(unit: DeliveryUnit, slot: number, signal: AbortSignal): Promise<{ readonly settlements: Promise<void> }> {
     const rows: HeldRow[] = [];
     const messages: Message<unknown>[] = [];
     const settlements: Promise<void>[] = [];
@@ -208,7 +262,7 @@ export class DeliveryRunner {
     if (messages.length > 0) {
       const span = this.#options.observer.tracing?.startProcess(messages);
       const transaction = rows.length === 1 ? rows[0]!.transaction : undefined;
-      const { outcomes, failure } = await this.#callHandler(messages, slot, transaction, span);
+      const { outcomes, failure } = await this.#callHandler(messages, slot, transaction, signal, span);
       this.counters.handled += messages.length;
       this.#signals.handlerEnded.emit(rows);
       this.#settleAll(rows, outcomes, failure, span, settlements);
@@ -225,16 +279,17 @@ export class DeliveryRunner {
     messages: Message<unknown>[],
     slot: number,
     transaction: DeliveryTransaction | undefined,
+    signal: AbortSignal,
     span: ProcessSpan | undefined,
   ): Promise<HandlerResult> {
     const { subscription, isBatch, invoke, observer } = this.#options;
     let returned: unknown;
     const startedAt = observer.handlerStarting(messages);
     try {
-      returned = await (span === undefined ? invoke(messages, slot, transaction) : span.run(() => invoke(messages, slot, transaction)));
+      returned = await (span === undefined ? invoke(messages, slot, transaction, signal) : span.run(() => invoke(messages, slot, transaction, signal)));
     } catch (error) {
       span?.fail(error);
-      this.counters.handlerErrors += 1;
+      if (!(signal.reason instanceof CancelledError)) this.counters.handlerErrors += 1;
       return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error, phase: 'handler' } };
     } finally {
       observer.handlerEnded(startedAt);
@@ -334,6 +389,15 @@ export class DeliveryRunner {
     span: ProcessSpan | undefined,
     into: Promise<void>[],
   ): void {
+    if (this.#cancelled.size > 0 && rows.some((row) => this.#cancelled.has(row.id))) {
+      // A cancelled message settles as cancelled whatever the handler returned or threw (most
+      // throw the signal's reason), so neither counts nor reports as a failure of its own.
+      const kept = rows.flatMap((row, index) => (this.#cancelled.has(row.id) ? [] : [{ row, outcome: outcomes[index]! }]));
+      for (const row of rows) if (this.#cancelled.has(row.id)) into.push(this.#settleCancelled(row, span));
+      if (kept.length === 0) return;
+      rows = kept.map((entry) => entry.row);
+      outcomes = kept.map((entry) => entry.outcome);
+    }
     if (failure === undefined) {
       rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, this.#settlementFor(row, outcomes[index]!, undefined), span)));
       return;
@@ -383,7 +447,43 @@ export class DeliveryRunner {
     onError(failure.thrown, detail);
   }
 
+  /**
+   * Removes a cancelled message: finished (deleted, or marked processed) without the handler's
+   * writes. A lease row is already gone (the canceller removed it), so its fenced finish finds
+   * nothing, which is the cancel taking effect rather than a lost lease.
+   */
+  async #settleCancelled(row: HeldRow, span: ProcessSpan | undefined): Promise<void> {
+    this.#deliveryAborts.delete(row.id);
+    if (this.#abandoned.has(row)) return;
+    this.#inFlight.delete(row);
+    const { observer } = this.#options;
+    const settlement: Settlement = { kind: 'finish' };
+    try {
+      const tracing = observer.tracing;
+      await (tracing === undefined ? row.settle(settlement) : tracing.settle(span, row.id, 'cancelled', () => row.settle(settlement)));
+    } catch (error) {
+      if (!(error instanceof LeaseLostError)) {
+        observer.settled('failed');
+        this.counters.settleErrors += 1;
+        this.#options.onError(error, { subscription: this.#options.subscription, messageId: row.id, phase: 'settle' });
+        this.#signals.settled.emit(row.id);
+        return;
+      }
+    } finally {
+      this.#cancelled.delete(row.id);
+    }
+    this.#countCancelled(row);
+  }
+
+  #countCancelled(row: HeldRow): void {
+    this.counters.cancelled += 1;
+    this.#options.observer.settled('cancelled');
+    this.#options.cancellations.settledAsCancelled(row.id);
+    this.#signals.settled.emit(row.id);
+  }
+
   async #settle(row: HeldRow, outcome: Outcome, settlement: Settlement, span: ProcessSpan | undefined): Promise<void> {
+    this.#deliveryAborts.delete(row.id);
     if (this.#abandoned.has(row)) return;
     // The settlement owns the row from here: a stop that gives up on handlers hands back only
     // rows no settlement has begun for (a handler whose query stop cancelled settles at once).
@@ -397,6 +497,11 @@ export class DeliveryRunner {
       observer.settled(settled);
       this.#signals.settled.emit(row.id);
     } catch (error) {
+      // The canceller removed the row while the handler ran and before this broker heard of it.
+      if (error instanceof LeaseLostError && (await this.#options.cancellations.wasCancelled(row.id))) {
+        this.#countCancelled(row);
+        return;
+      }
       observer.settled(error instanceof LeaseLostError ? 'leaseLost' : 'failed');
       this.counters.settleErrors += 1;
       this.#options.onError(error, { subscription: this.#options.subscription, messageId: row.id, phase: 'settle' });

@@ -11,6 +11,7 @@ import type { Observability } from '../observability/observability.js';
 import type { SubscriptionObserver } from '../observability/subscription-observer.js';
 import { bindStatement } from '../statement.js';
 import { parseDeadLetterTable, roleColumns, type TableSpec } from '../table/table-spec.js';
+import { CancellationWatch, type CancellationRecords } from './cancellation-watch.js';
 import { ClaimLoop } from './claim-loop.js';
 import { DeliveryRunner, type InvokeHandler } from './delivery-runner.js';
 import type { DeliveryUnit, Dispatcher, RunUnit } from './dispatcher.js';
@@ -50,6 +51,8 @@ export interface SubscriptionStats {
   readonly decodeFailures: number;
   readonly handlerErrors: number;
   readonly settleErrors: number;
+  /** Messages cancelled while in work here (`broker.cancel`), settled as cancelled. */
+  readonly cancelled: number;
   readonly leaseRenewals: number;
   readonly leasesLost: number;
   readonly deadlocksRetried: number;
@@ -69,6 +72,8 @@ export interface SubscriptionRuntime {
   readonly observability: Observability;
   /** Cancels every statement still running on the broker's connections (see `Driver.cancelRunning`). */
   readonly cancelStatements: () => Promise<void>;
+  /** Where `broker.cancel` records cancels of messages in work; without it, none reach this broker. */
+  readonly cancellations?: CancellationRecords;
   /** Whether an operator paused the queue (the queue controls table); may throw. Without it, never. */
   readonly readPaused?: (queue: Queue<unknown>) => Promise<boolean>;
 }
@@ -100,6 +105,7 @@ export class Subscription {
   #runtime: SubscriptionRuntime | undefined;
   #leaseRenewals = 0;
   #leasesLost = 0;
+  #cancellations: CancellationWatch | undefined;
   #pause: PauseWatch | undefined;
   /** Dormant unless a test turns its signals on or sets its clock. */
   readonly testHooks = new SubscriptionTestHooks();
@@ -169,7 +175,7 @@ export class Subscription {
       leaseMs,
       settlementWindowMs: this.#options.coalesceSettlements ? this.#options.settlementWindowMs : undefined,
       onRenewed: () => (this.#leaseRenewals += 1),
-      onLost: () => (this.#leasesLost += 1),
+      onLost: (id) => this.#leaseLost(id),
       onError: (error) => runtime.onError(error, { subscription: this.name, phase: 'lease renewal' }),
       keeper: { clock: this.testHooks.clock, signals: this.testHooks.keeper },
     });
@@ -195,9 +201,27 @@ export class Subscription {
       onWarning: runtime.onWarning,
       isDoneAtHandover: form.isDoneAtHandover,
       onSettled: () => this.#loop?.onWorkerIdle(),
+      stopSignal: this.#abort.signal,
+      cancellations: {
+        wasCancelled: async (id) => (await this.#cancellations?.wasCancelled(id)) ?? false,
+        settledAsCancelled: (id) => this.#cancellations?.settledAsCancelled(id),
+      },
       signals: this.testHooks.runner,
     });
     const runner = this.#runner;
+    const records = runtime.cancellations;
+    this.#cancellations =
+      records === undefined
+        ? undefined
+        : new CancellationWatch({
+            driver,
+            records,
+            queueTable: spec.qualifiedName,
+            pollIntervalMs: this.#options.pollIntervalMs,
+            runner,
+            onLeaseLost: () => this.#countLeaseLost(),
+            onError: (error, phase) => runtime.onError(error, { subscription: this.name, phase }),
+          });
     const clock = this.testHooks.clock;
     const run: RunUnit = (unit, slot) => runner.run(unit, slot);
     const onIdle = () => this.#loop?.onWorkerIdle();
@@ -239,11 +263,19 @@ export class Subscription {
   }
 
   start(): void {
+    // A lease row in work is removed by its canceller, which the renewals notice; a row or key
+    // lock keeps the row, so only the records tell.
+    if (this.queue.table.spec.form !== 'lease') this.#cancellations?.watch();
     this.#loop?.start();
   }
 
   wake(): void {
     this.#loop?.wake();
+  }
+
+  /** `broker.cancel` of this broker found the message in work: if it runs here, its handler hears now. */
+  cancelInWork(id: string): void {
+    this.#runner?.cancel(id);
   }
 
   /** A pause or resume of this queue was announced: read the state before the next claim. */
@@ -279,6 +311,7 @@ export class Subscription {
       }
     }
     await this.#runner?.settled();
+    this.#cancellations?.stop();
     loop?.leaveBudget();
     this.#form?.close();
     await this.#threads?.close();
@@ -316,6 +349,7 @@ export class Subscription {
       decodeFailures: runner?.decodeFailures ?? 0,
       handlerErrors: runner?.handlerErrors ?? 0,
       settleErrors: runner?.settleErrors ?? 0,
+      cancelled: runner?.cancelled ?? 0,
       leaseRenewals: this.#leaseRenewals,
       leasesLost: this.#leasesLost,
       deadlocksRetried: loop?.counters.deadlocksRetried ?? 0,
@@ -337,12 +371,13 @@ export class Subscription {
       database: runtime.dialect.name,
       isPoolOneConnection: runtime.driver.stats().size <= 1,
     };
+    // Each delivery's context carries its own signal (stop, or a cancel of its message).
     return isBatch
-      ? async (messages) => (handler as BatchHandler<unknown>)(messages, context)
-      : async (messages, _slot, tx) =>
+      ? async (messages, _slot, _tx, signal) => (handler as BatchHandler<unknown>)(messages, { ...context, signal })
+      : async (messages, _slot, tx, signal) =>
           (handler as Handler<unknown>)(
             messages[0]!,
-            tx === undefined ? context : transactionalContext(context, tx, transactionalOptions),
+            tx === undefined ? { ...context, signal } : transactionalContext({ ...context, signal }, tx, transactionalOptions),
           );
   }
 
@@ -373,6 +408,16 @@ export class Subscription {
     return { kind: 'table', ...parseDeadLetterTable(destination, `subscription "${this.name}"`) };
   }
 
+
+  /** A renewal or settlement found the lease gone: a cancel, or a lease lost (counted). */
+  #leaseLost(id: string): void {
+    if (this.#cancellations === undefined) this.#countLeaseLost();
+    else this.#cancellations.leaseLost(id);
+  }
+
+  #countLeaseLost(): void {
+    this.#leasesLost += 1;
+  }
 
   async #handBack(runtime: SubscriptionRuntime, row: HeldRow): Promise<void> {
     try {

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { CancelledError, type Queue } from '../../src/index.js';
+import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, statsOf, untilStats, waitForDatabase } from '../fixtures.js';
+import { spawnLineProcess } from '../processes/spawn-line-process.js';
+import type { SuiteContext } from '../run-conformance.js';
+
+const CANCEL_WORKER = new URL('../processes/cancel-worker.ts', import.meta.url).pathname;
+
+/** broker.cancel: a waiting message removed unhandled, one in work stopped in whichever process runs it, an unknown one gone. */
+export function cancelSuite(context: SuiteContext): void {
+  const { stand } = context;
+  for (const form of formsOf(stand)) {
+    for (const mark of [false, true]) {
+      const finished = mark ? 'marked processed' : 'deleted';
+      describe(`${form} cancel (finished rows ${finished})`, () => {
+        /** The unfinished rows with `id`: none once a cancel removed it. */
+        const unfinished = (id: string) =>
+          countRows(context.db, 'jobs', `id = ${Number(id)}${mark ? ' AND processed_at IS NULL' : ''}`);
+
+        it('a waiting message is removed before any handler sees it; an unknown id is gone', async () => {
+          const table = jobsTable({ form, mark });
+          await createTable(stand, context.db, table);
+          const queue = table.queue<string>('emails');
+          const canceller = createBroker(context.db, context.brokers);
+          await canceller.start();
+          const doomed = await canceller.publish(queue, 'doomed');
+          const kept = await canceller.publish(queue, 'kept');
+          expect(await canceller.cancel(queue, doomed)).toEqual({ status: 'waiting' });
+          expect(await unfinished(doomed)).toBe(0);
+          if (mark) expect(await countRows(context.db, 'jobs', `id = ${Number(doomed)} AND processed_at IS NOT NULL`)).toBe(1);
+          expect(await canceller.cancel(queue, doomed)).toEqual({ status: 'gone' });
+          expect(await canceller.cancel(queue, '987654')).toEqual({ status: 'gone' });
+          // The queue names the group: the row is no message of another queue of the table.
+          expect(await canceller.cancel(table.queue('sms'), kept)).toEqual({ status: 'gone' });
+
+          const handled = new Collector<string>();
+          const reader = createBroker(context.db, context.brokers);
+          reader.subscribe(queue, (message) => handled.push(message.payload));
+          await reader.start();
+          await handled.waitFor(1);
+          await untilStats(reader, queue, (stats) => stats.acked === 1 && stats.inWork === 0, 'the kept message acked');
+          expect(handled.items).toEqual(['kept']);
+          expect(statsOf(reader, queue).cancelled).toBe(0);
+        });
+
+        it('a message in work in this broker: its signal aborts with a CancelledError and it settles as cancelled, whatever the handler returns', async () => {
+          const table = jobsTable({ form, mark });
+          await createTable(stand, context.db, table);
+          const queue = table.queue<string>('emails');
+          const broker = createBroker(context.db, context.brokers);
+          const started = new Collector<string>();
+          const reasons = new Collector<unknown>();
+          broker.subscribe(queue, async (message, handlerContext) => {
+            started.push(message.id);
+            await new Promise((resolve) => handlerContext.signal.addEventListener('abort', resolve, { once: true }));
+            reasons.push(handlerContext.signal.reason);
+            // Asks for a retry, which a cancelled message must not get.
+            return { kind: 'retry' } as const;
+          });
+          await broker.start();
+          const id = await broker.publish(queue, 'work');
+          await started.waitFor(1);
+          expect(await broker.cancel(queue, id)).toEqual({ status: 'inWork' });
+          const [reason] = await reasons.waitFor(1);
+          expect(reason).toBeInstanceOf(CancelledError);
+          expect((reason as CancelledError).code).toBe('CANCELLED');
+          await untilStats(broker, queue, (stats) => stats.cancelled === 1 && stats.inWork === 0, 'the delivery settled as cancelled');
+          const stats = statsOf(broker, queue);
+          expect([stats.retried, stats.acked, stats.handlerErrors, stats.settleErrors, stats.leasesLost]).toEqual([0, 0, 0, 0, 0]);
+          expect(await unfinished(id)).toBe(0);
+          expect(started.items).toEqual([id]);
+          await waitForDatabase(async () => (await countRows(context.db, 'tablequeue_cancellations')) === 0, 10_000, 'the record removed');
+          expect(broker.metrics()).toMatch(/tablequeue_cancelled_total\{table="jobs",queue="emails"\} 1/);
+        });
+
+        if (!stand.capabilities.supportsProcesses) return;
+
+        it('a message in work in another process: that handler aborts, the message is not retried and is removed', async () => {
+          const table = jobsTable({ form, mark });
+          await createTable(stand, context.db, table);
+          const queue: Queue<string> = table.queue<string>('emails');
+          const worker = spawnLineProcess({
+            script: CANCEL_WORKER,
+            config: { database: context.db.url, table: jobsDeclaration({ form, mark }), queue: 'emails', leaseMs: 2_000 },
+            label: 'cancel worker',
+            prefix: 'event ',
+            parse: (rest) => rest,
+          });
+          try {
+            await worker.ready;
+            const canceller = createBroker(context.db, context.brokers);
+            await canceller.start();
+            const id = await canceller.publish(queue, 'work');
+            await worker.itemsAtLeast(1);
+            expect(worker.items[0]).toBe(`handling ${id}`);
+            expect(await canceller.cancel(queue, id)).toEqual({ status: 'inWork' });
+            // Lease: heard at the worker's next renewal (every second); row lock: at its next poll.
+            await worker.itemsAtLeast(3, 15_000);
+            expect(worker.items.slice(1, 3)).toEqual([`aborted ${id} CANCELLED`, `settled ${id} cancelled=1`]);
+            expect(await unfinished(id)).toBe(0);
+            await waitForDatabase(async () => (await countRows(context.db, 'tablequeue_cancellations')) === 0, 10_000, 'the record removed');
+            // Nothing is left to retry: a second message is the next and only one handled.
+            const next = await canceller.publish(queue, 'next');
+            await worker.itemsAtLeast(4);
+            expect(worker.items[3]).toBe(`handling ${next}`);
+          } finally {
+            worker.child.kill('SIGTERM');
+            await worker.exited;
+          }
+        });
+      });
+    }
+  }
+}

@@ -1,0 +1,137 @@
+import type { DdlDialectName, Queue } from '../definition/define-table.js';
+import {
+  CANCELLATION_COLUMNS,
+  createCancellationRecordStatements,
+  createCancelRowStatements,
+  DEFAULT_CANCELLATIONS_TABLE,
+  parseCancellationsTable,
+  type CancelRowStatements,
+} from '../dialect/cancellation-statements.js';
+import type { Dialect } from '../dialect/dialect.js';
+import { withConnection, withTransaction, type TransactionStatements } from '../driver/connection-scope.js';
+import type { Connection, Driver } from '../driver/driver.js';
+import { UnsupportedError } from '../errors.js';
+import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import type { TableSpec } from '../table/table-spec.js';
+import type { CancellationRecords } from '../subscription/cancellation-watch.js';
+
+/**
+ * The cancellations table's `CREATE TABLE IF NOT EXISTS`, for a migration of the service's own:
+ * a broker with subscriptions creates it at start when missing, and `cancel` before its first
+ * record, so running this first is optional. `table` is `name` or `schema.name` (default
+ * `tablequeue_cancellations`, the broker's default `cancellationsTable`).
+ */
+export function createCancellationsTableSql(database: DdlDialectName, table: string = DEFAULT_CANCELLATIONS_TABLE): string {
+  return createCancellationRecordStatements(database).createTable(parseCancellationsTable(table, database));
+}
+
+/**
+ * What `broker.cancel` found: `waiting` (removed before any handler saw it), `inWork` (a handler
+ * runs it: its signal aborts and it settles as cancelled, never retried), or `gone` (no such
+ * unfinished message in the queue: finished, dead-lettered, or never there).
+ */
+export interface CancelResult {
+  readonly status: 'waiting' | 'inWork' | 'gone';
+}
+
+export interface MessageCancellerOptions {
+  readonly driver: Driver;
+  readonly dialect: Dialect;
+  /** The cancellations table, `name` or `schema.name`. */
+  readonly table: string;
+}
+
+/**
+ * Cancels messages by id. A waiting row is removed by statements that match only a waiting row,
+ * so a claim and a cancel never both take it. A row in work is recorded in the cancellations
+ * table for the broker that runs it (subscription/cancellation-watch.ts), and a lease row is also
+ * removed at once, in the same transaction, so its holder's renewals and settlements find
+ * nothing and no retry can bring it back.
+ */
+export class MessageCanceller {
+  readonly records: CancellationRecords;
+  readonly #options: MessageCancellerOptions;
+  readonly #rows: CancelRowStatements;
+  #isTableCreated = false;
+
+  constructor(options: MessageCancellerOptions) {
+    this.#options = options;
+    const database = options.dialect.name;
+    this.records = {
+      table: parseCancellationsTable(options.table, database),
+      statements: createCancellationRecordStatements(database),
+    };
+    this.#rows = createCancelRowStatements(database);
+  }
+
+  /** `CREATE TABLE IF NOT EXISTS`: at start when the broker has subscriptions, and before the first cancel. */
+  async createTable(): Promise<void> {
+    await this.#options.driver.execute({ name: 'cancellations.createTable', sql: this.records.statements.createTable(this.records.table), values: [] });
+    this.#isTableCreated = true;
+  }
+
+  async cancel(queue: Queue<unknown>, id: string): Promise<CancelResult> {
+    const spec = queue.table.spec;
+    if (spec.form === 'advisory') {
+      throw new UnsupportedError({
+        database: this.#options.dialect.name,
+        feature: 'cancel',
+        message: `cancel of table "${spec.qualifiedName}": the advisory lock form cannot tell a row in work from a waiting row behind it with the same key, so cancel is built for the lease and row lock forms; declare lockedUntil for a lease table`,
+      });
+    }
+    if (!this.#isTableCreated) await this.createTable();
+    const now = new Date();
+    const values: ParamValues = {
+      id,
+      group: queue.group,
+      now,
+      leaseNow: now,
+      [`column:${CANCELLATION_COLUMNS.queueTable}`]: spec.qualifiedName,
+      [`column:${CANCELLATION_COLUMNS.rowId}`]: id,
+    };
+    return { status: spec.form === 'lease' ? await this.#cancelLease(spec, values) : await this.#cancelRowLock(spec, values) };
+  }
+
+  /**
+   * A waiting lease row goes in one statement that requires no live lease. Otherwise the record
+   * and the removal commit together: the holder that finds its row gone finds the record too.
+   */
+  async #cancelLease(spec: TableSpec, values: ParamValues): Promise<CancelResult['status']> {
+    const { driver, dialect } = this.#options;
+    if ((await driver.execute(bindStatement(this.#rows.removeWaiting(spec), values))).affectedRows > 0) return 'waiting';
+    return withTransaction(driver, this.#transactionStatements(dialect), async (transaction, connection) => {
+      await connection.execute(bindStatement(this.records.statements.record(this.records.table), values));
+      if ((await connection.execute(bindStatement(this.#rows.removeInWork(spec), values))).affectedRows > 0) return 'inWork';
+      await transaction.rollBack();
+      return 'gone';
+    });
+  }
+
+  /**
+   * Row lock form: a claim's transaction holds the row it took, so a row this transaction can
+   * lock without waiting is waiting, and is removed here. A row that exists but cannot be
+   * locked is in work (or being claimed this instant), and only its record can be written.
+   */
+  async #cancelRowLock(spec: TableSpec, values: ParamValues): Promise<CancelResult['status']> {
+    const { driver, dialect } = this.#options;
+    const status = await withTransaction(driver, this.#transactionStatements(dialect), async (_transaction, connection) => {
+      if ((await this.#rowsOf(connection, this.#rows.lockWaiting(spec), values)) > 0) {
+        await connection.execute(bindStatement(this.#rows.removeLocked(spec), values));
+        return 'waiting' as const;
+      }
+      return (await this.#rowsOf(connection, this.#rows.exists(spec), values)) > 0 ? ('inWork' as const) : ('gone' as const);
+    });
+    if (status !== 'inWork') return status;
+    await withConnection(driver, (connection) => connection.execute(bindStatement(this.records.statements.record(this.records.table), values)));
+    return 'inWork';
+  }
+
+  async #rowsOf(connection: Connection, statement: Statement, values: ParamValues): Promise<number> {
+    return (await connection.execute(bindStatement(statement, values))).rows.length;
+  }
+
+  /** SQLite: BEGIN IMMEDIATE, so the transaction never meets the write lock halfway. */
+  #transactionStatements(dialect: Dialect): TransactionStatements {
+    return { begin: dialect.session.begin({ sqliteBegin: 'immediate' }), commit: dialect.session.commit(), rollback: dialect.session.rollback() };
+  }
+}
