@@ -9,6 +9,7 @@ import { describeMachine } from './machine.js';
 import { BENCH_FORMS } from './partitioning/bench-table.js';
 import { runPartitioningBenchmark, type PartitioningSettings } from './partitioning/partitioning-benchmark.js';
 import { formatPartitioningTable } from './partitioning/partitioning-report.js';
+import { runRetentionCommand } from './retention/retention-benchmark.js';
 import { REPORT_USAGE, runReportCommand } from './suite/report-command.js';
 import { runSuiteCommand, SUITE_USAGE } from './suite/suite-command.js';
 
@@ -35,6 +36,7 @@ async function main(argv: string[]): Promise<number> {
   // Each benchmark reads its own options: the first word names it; without one, the suite runs.
   if (argv[0] === 'latency') return runLatencyCommand(argv);
   if (argv[0] === 'report') return runReportCommand(argv);
+  if (argv[0] === 'retention') return runRetentionCommand(argv);
   if (argv[0] !== 'partitioning') return runSuiteCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,

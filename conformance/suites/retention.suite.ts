@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { retentionTestHooksOf } from '../../src/broker/broker.js';
 import { runCliHere } from '../../src/cli/run-cli.fixture.js';
+import { createRetentionStatements } from '../../src/dialect/retention-statements.js';
 import { untilSignalled } from '../../src/internal/test-signal.js';
 import type { Broker, Queue, QueueTable } from '../../src/index.js';
 import type { RetentionRunReport } from '../../src/retention/retainer.js';
+import { bindStatement } from '../../src/statement.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsTable, placeholder } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
@@ -171,6 +173,44 @@ export function retentionSuite(context: SuiteContext): void {
       expect(deletedSoFar()).toBe(600);
       expect(await countRows(context.db, 'jobs')).toBe(10);
       expect(second.stats().retention[0]!.runsSkipped).toBeGreaterThanOrEqual(1);
+    });
+
+    it('waits while another holder keeps the maintenance lease, and takes it once it expires', async () => {
+      const table = jobsTable({ form: 'lease', mark: true });
+      await createTable(stand, context.db, table);
+      const filler = createBroker(context.db, context.brokers);
+      await filler.start();
+      await fill(context, filler, table, { oldProcessed: 30, recentProcessed: 0, oldDeadLetters: 0, recentDeadLetters: 0, oldWaiting: 0 });
+      const driver = await context.db.openDriver({ poolSize: 1 });
+      const statements = createRetentionStatements(stand.kind);
+      const maintenance = { schema: undefined, name: 'tablequeue_maintenance' };
+      // A replica that died holding the lease: its row says so for a minute, then for no longer.
+      const holdAsGhost = (delayMicroseconds: number) =>
+        driver.execute(
+          bindStatement(statements.takeLease(maintenance), { 'column:task': 'retain:jobs', 'column:holder': 'ghost', delayMicroseconds }),
+        );
+      try {
+        await driver.execute({ name: 'test.create', sql: statements.createMaintenanceTable(maintenance), values: [] });
+        await driver.execute(bindStatement(statements.addTask(maintenance), { 'column:task': 'retain:jobs' }));
+        expect((await holdAsGhost(60_000_000)).affectedRows).toBe(1);
+
+        const broker = createBroker(context.db, context.brokers);
+        broker.retain(table, { processedForMs: HOUR_MS, intervalMs: 100 });
+        const hooks = retentionTestHooksOf(broker);
+        hooks.runEnded.turnOn();
+        await broker.start();
+        expect((await hooks.runEnded.next({ what: 'a run while the ghost holds the lease' })).held).toBe(false);
+        expect(await countRows(context.db, 'jobs')).toBe(30);
+
+        expect((await holdAsGhost(-1_000_000)).affectedRows).toBe(1);
+        const report = await hooks.runEnded.next({ matches: (run) => run.held, what: 'a run after the lease expired' });
+        expect(report.deleted.processed).toBe(30);
+        // Its runs hand the lease back: once it stopped, the ghost takes it again at once.
+        await broker.stop();
+        expect((await holdAsGhost(60_000_000)).affectedRows).toBe(1);
+      } finally {
+        await driver.close();
+      }
     });
 
     it('refuses what the table cannot keep, saying which column to declare', () => {
