@@ -33,6 +33,7 @@ import { renewalConnectionSuite, sharedPoolSuite } from './suites/shared-pool.su
 import { startupSuite } from './suites/startup.suite.js';
 import { stopCancelSuite } from './suites/stop-cancel.suite.js';
 import { textCollationSuite } from './suites/text-collation.suite.js';
+import { timeoutsSuite } from './suites/timeouts.suite.js';
 import { tracingSuite } from './suites/tracing.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
 import { wakeSuite } from './suites/wake.suite.js';
@@ -63,6 +64,7 @@ export function runConformance(stand: Stand): Promise<void> {
       settleSuite(context);
       eventLoopSuite(context);
       retrySuite(context);
+      timeoutsSuite(context);
       failureVisibilitySuite(context);
       leaseSuite(context);
       wakeSuite(context);

@@ -4,12 +4,12 @@ import { Collector, countRows, createBroker, createTable, formsOf, jobsTable } f
 import type { SuiteContext } from '../run-conformance.js';
 
 /** A statement that would hold its session for an hour. */
-function hourLongSleep(context: SuiteContext): string {
+export function hourLongSleep(context: SuiteContext): string {
   return context.stand.kind === 'postgres' ? 'SELECT pg_sleep(3600)' : 'SELECT SLEEP(3600)';
 }
 
 /** Sessions other than the asking one that run the hour-long sleep now. */
-async function sleepsRunning(context: SuiteContext): Promise<number> {
+export async function sleepsRunning(context: SuiteContext): Promise<number> {
   const sql =
     context.stand.kind === 'postgres'
       ? `SELECT COUNT(*) AS n FROM pg_stat_activity
@@ -68,7 +68,7 @@ export function stopCancelSuite(context: SuiteContext): void {
 }
 
 /** Waits until the server runs the handler's sleep, so stop() meets it running. */
-async function waitForSleep(context: SuiteContext): Promise<void> {
+export async function waitForSleep(context: SuiteContext): Promise<void> {
   const deadline = Date.now() + 20_000;
   while ((await sleepsRunning(context)) === 0) {
     if (Date.now() > deadline) throw new Error('the handler\'s sleep never showed on the server');

@@ -26,6 +26,7 @@ import {
   type SubscribeOptions,
 } from '../subscription/subscription-options.js';
 import type { SubscriptionTestHooks } from '../subscription/subscription-test-hooks.js';
+import type { LifecycleEvents, LifecycleEventSink } from '../subscription/lifecycle-events.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } from './broker-options.js';
 import { errorLogLine } from './error-log-line.js';
@@ -80,7 +81,12 @@ export interface BrokerStats {
 /** What wake-ups across processes need from the dialect and the driver. */
 type ListenSupport = Pick<NotifyListenerOptions, 'statements' | 'openSession'>;
 
-export interface BrokerEvents {
+/**
+ * The broker's events: `error` and `warning`, and the lifecycle of deliveries (`settled`,
+ * `retrying`, `deadLettered`, `timedOut`, `leaseLost`, `cancelled`; see
+ * subscription/lifecycle-events.ts), built only while something listens to them.
+ */
+export interface BrokerEvents extends LifecycleEvents {
   /**
    * Everything that went wrong while the broker ran, always a `QueueError`: a handler's throw
    * arrives as a `HandlerError` whose `cause` is what the handler threw (see `reportedError`).
@@ -123,6 +129,13 @@ export class Broker extends EventEmitter<BrokerEvents> {
   readonly #retentions: RetentionDeclaration[] = [];
   #retainer: Retainer | undefined;
   readonly #observability = new Observability({ poolStats: () => this.#driver?.stats() });
+  /** What subscriptions report lifecycle events to: asked per event whether anyone listens. */
+  readonly #lifecycleEvents: LifecycleEventSink = {
+    listens: (name) => this.listenerCount(name) > 0,
+    emit: (name, event) => {
+      (this.emit as (name: keyof LifecycleEvents, event: unknown) => boolean)(name, event);
+    },
+  };
 
   constructor(options: BrokerOptions) {
     super();
@@ -273,6 +286,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           openThreads: (request) => this.#openThreads(request),
           cancelStatements,
           observability: this.#observability,
+          events: this.#lifecycleEvents,
           readPaused: (queue) => queueControls.isPaused(queueControlKeyOf(queue, 'subscribe')),
           cancellations,
         });

@@ -63,15 +63,15 @@ export class DeliveryTransaction implements HandlerTransaction {
   }
 
   /**
-   * The handler ran out of time (`timeoutMs`) and is given up on: the loan ends, and when a
-   * statement of the handler's still runs, the session is ended, since the settlement's own
-   * statements would otherwise queue behind it for as long as it runs. The server rolls back
-   * the transaction, and the form's settlement then fails on the ended connection as after any
-   * lost session (row lock and advisory forms: the row returns as it was claimed).
+   * The handler ran out of time (`timeoutMs`) and is given up on: the loan ends, and a statement
+   * of the handler's that still runs is cancelled on the server through `cancel` (the driver's
+   * `cancelRunningOn`), since the settlement's own statements would otherwise queue behind it
+   * for as long as it runs. The transaction stays open for the settlement, which rolls the
+   * handler's writes back as for any failure.
    */
-  interrupt(): void {
+  async interrupt(cancel: (connection: Connection) => Promise<void>): Promise<void> {
     this.endLoan();
-    if (this.#runningCount > 0) this.#connection.destroy();
+    if (this.#runningCount > 0) await cancel(this.#connection);
   }
 
   /** The form committed the handler's writes. */

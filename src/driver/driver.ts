@@ -113,6 +113,12 @@ export interface Driver {
    */
   cancelRunning(): Promise<void>;
   /**
+   * Cancels on the server the statement running on `connection`, one this driver lent, through a
+   * session of its own (as `cancelRunning` does for all of them); its caller gets a
+   * `StatementError` and the session goes on, its transaction still open. Nothing when none runs.
+   */
+  cancelRunningOn(connection: Connection): Promise<void>;
+  /**
    * Destroys every connection this driver still lends (their sessions end), then closes the pool
    * when the driver opened it; a pool the service passed in stays open.
    */

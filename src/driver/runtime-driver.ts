@@ -143,6 +143,11 @@ export class RuntimeDriver implements Driver {
     if (sessions.length > 0) await this.#adapter.cancel(sessions);
   }
 
+  async cancelRunningOn(connection: Connection): Promise<void> {
+    const session = this.#lent.has(connection as LentSession) ? (connection as LentSession).runningSessionId : undefined;
+    if (session !== undefined) await this.#adapter.cancel([session]);
+  }
+
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;

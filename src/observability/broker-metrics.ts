@@ -34,6 +34,7 @@ export interface SubscriptionCounts {
   readonly leasesLost: number;
   readonly handlerErrors: number;
   readonly decodeFailures: number;
+  readonly timedOut: number;
   readonly cancelled: number;
   readonly inWork: number;
   readonly connectionsHeld: number;
@@ -113,6 +114,10 @@ export class BrokerMetrics {
       decodeFailures: counter('tablequeue_decode_failures_total', 'Claimed rows whose payload or headers did not decode.'),
       leaseRenewals: counter('tablequeue_leases_renewed_total', 'Lease renewals that held.'),
       leasesLost: counter('tablequeue_leases_lost_total', 'Lease renewals that found the lease gone.'),
+      timedOut: counter(
+        'tablequeue_timed_out_total',
+        'Messages whose handler ran past its timeoutMs: its signal was aborted, and the delivery failed unless the handler returned within the grace.',
+      ),
       cancelled: counter('tablequeue_cancelled_total', 'Messages cancelled while in work here (broker.cancel, tablequeue cancel): settled as cancelled, never retried.'),
     };
     this.#handled = counter(

@@ -14,6 +14,7 @@ const counts: SubscriptionCounts = {
   leasesLost: 0,
   handlerErrors: 0,
   decodeFailures: 0,
+  timedOut: 4,
   cancelled: 1,
   inWork: 1,
   connectionsHeld: 2,
@@ -67,6 +68,7 @@ describe('Observability', () => {
     expect(sampleLine(text, `tablequeue_empty_claims_total${labels}`)).toMatch(/ 3$/);
     expect(sampleLine(text, `tablequeue_deadlocks_retried_total${labels}`)).toMatch(/ 1$/);
     expect(sampleLine(text, `tablequeue_leases_renewed_total${labels}`)).toMatch(/ 2$/);
+    expect(sampleLine(text, `tablequeue_timed_out_total${labels}`)).toMatch(/ 4$/);
     expect(sampleLine(text, `tablequeue_cancelled_total${labels}`)).toMatch(/ 1$/);
     expect(sampleLine(text, `tablequeue_subscription_held_connections${labels}`)).toMatch(/ 2$/);
     expect(sampleLine(text, `tablequeue_queue_paused${labels}`)).toMatch(/ 1$/);

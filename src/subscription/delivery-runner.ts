@@ -1,11 +1,13 @@
 import type { HeldRow, Settlement } from '../claim/claim-form.js';
 import type { DeadLetterTarget } from '../dialect/dialect.js';
+import type { Connection } from '../driver/driver.js';
 import { decodeHeaders, decodeJsonPayload } from '../delivery/codec.js';
 import type { DeliveryTransaction, HandlerTransaction } from '../delivery/delivery-transaction.js';
 import { boundLastError, describeRetryRequested, describeThrown } from '../delivery/last-error.js';
 import type { Message } from '../delivery/message.js';
+import { timeoutOfHeaders } from '../delivery/message-timeout.js';
 import { isOutcome, retryDelayProblem, type Outcome } from '../delivery/outcome.js';
-import { CancelledError, DeclarationError, DecodeError, LeaseLostError } from '../errors.js';
+import { CancelledError, DeclarationError, DecodeError, HandlerTimeoutError, LeaseLostError } from '../errors.js';
 import { backoffDelayMs } from '../internal/backoff.js';
 import { TestSignal } from '../internal/test-signal.js';
 import type { SettledOutcome } from '../observability/broker-metrics.js';
@@ -13,6 +15,7 @@ import type { SubscriptionObserver } from '../observability/subscription-observe
 import type { ProcessSpan } from '../observability/tracing.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { DeliveryUnit } from './dispatcher.js';
+import type { DeliveryEvent, LifecycleEventSink, SettledEventOutcome } from './lifecycle-events.js';
 import {
   isStandardSchema,
   type ResolvedSubscribeOptions,
@@ -29,6 +32,20 @@ export interface DeliveryCounters {
   settleErrors: number;
   /** Messages cancelled while in work (`broker.cancel`), settled as cancelled. */
   cancelled: number;
+  /** Messages whose handler ran past its timeout. */
+  timedOut: number;
+}
+
+/**
+ * How long a handler whose timeout passed (its signal aborted) may still take to return before
+ * its delivery is settled without it: the smaller of the timeout itself and one second. A
+ * handler that honours its signal needs moments to unwind (its own rollback, a stream closed),
+ * so what it returns then still counts; one that ignores it holds its row, lock or transaction
+ * for at most twice its timeout, and never more than a second past it: the second that
+ * `stop()` also gives handlers after aborting them.
+ */
+export function timeoutGraceMs(timeoutMs: number): number {
+  return Math.min(timeoutMs, 1_000);
 }
 
 /**
@@ -63,6 +80,10 @@ export interface DeliveryRunnerOptions {
    */
   readonly isDoneAtHandover: boolean;
   readonly onSettled: () => void;
+  /** Lifecycle events (`broker.on('settled', …)`), built only for names someone listens to. */
+  readonly events: LifecycleEventSink;
+  /** Cancels the statement running on a delivery's connection (`Driver.cancelRunningOn`), for a handler given up on. */
+  readonly cancelRunningOn: (connection: Connection) => Promise<void>;
   /** The subscription's: aborted at stop past the stop timeout; every delivery's signal follows it. */
   readonly stopSignal: AbortSignal;
   /** What the runner asks about messages cancelled while in work. */
@@ -142,6 +163,7 @@ export class DeliveryRunner {
     handlerErrors: 0,
     settleErrors: 0,
     cancelled: 0,
+    timedOut: 0,
   };
   readonly #options: DeliveryRunnerOptions;
   readonly #inFlight = new Set<HeldRow>();
@@ -187,6 +209,7 @@ export class DeliveryRunner {
 
   async run(unit: DeliveryUnit, slot: number): Promise<void> {
     const abort = new AbortController();
+    const startedAt = performance.now();
     for (const row of unit) {
       this.#inFlight.add(row);
       this.#deliveryAborts.set(row.id, abort);
@@ -194,7 +217,7 @@ export class DeliveryRunner {
     this.#signals.deliveryStarted.emit(unit);
     let handedOver: { readonly settlements: Promise<void> };
     try {
-      handedOver = await this.#run(unit, slot, AbortSignal.any([this.#options.stopSignal, abort.signal]));
+      handedOver = await this.#run(unit, slot, abort, startedAt);
       if (!this.#options.isDoneAtHandover) await handedOver.settlements;
     } finally {
       for (const row of unit) {
@@ -244,8 +267,29 @@ export class DeliveryRunner {
     );
   }
 
-  /** Decodes, calls the handler and starts the settlements; `settlements` is their end, which never rejects. */
-  async #run(unit: DeliveryUnit, slot: number, signal: AbortSignal): Promise<{ readonly settlements: Promise<void> }> {
+  /**
+   * Reports `cancelled` for `row`, whose delivery started at `startedAt` (`performance.now()`,
+   * as `#settleAll` has it): for a cancel of a message in work, once it settled as cancelled.
+   * Nothing is built when nobody listens.
+   */
+  reportCancelled(row: HeldRow, startedAt: number): void {
+    if (this.#options.events.listens('cancelled')) this.#options.events.emit('cancelled', this.#eventOf(row, startedAt));
+  }
+
+  #eventOf(row: HeldRow, startedAt: number): DeliveryEvent {
+    return { queue: this.#options.subscription, id: row.id, attempt: row.attempt, durationMs: performance.now() - startedAt };
+  }
+
+  /**
+   * Decodes, calls the handler and starts the settlements; `settlements` is their end, which
+   * never rejects. `abort` is the delivery's own: a cancel or its timeout aborts it.
+   */
+  async #run(
+    unit: DeliveryUnit,
+    slot: number,
+    abort: AbortController,
+    startedAt: number,
+  ): Promise<{ readonly settlements: Promise<void> }> {
     const rows: HeldRow[] = [];
     const messages: Message<unknown>[] = [];
     const settlements: Promise<void>[] = [];
@@ -256,16 +300,21 @@ export class DeliveryRunner {
         rows.push(row);
       } catch (error) {
         this.counters.decodeFailures += 1;
-        this.#settleAll([row], [this.#decodeFailureOutcome()], { thrown: error, phase: 'decode' }, undefined, settlements);
+        this.#settleAll([row], [this.#decodeFailureOutcome()], { thrown: error, phase: 'decode' }, undefined, settlements, startedAt);
       }
     }
     if (messages.length > 0) {
       const span = this.#options.observer.tracing?.startProcess(messages);
       const transaction = rows.length === 1 ? rows[0]!.transaction : undefined;
-      const { outcomes, failure } = await this.#callHandler(messages, slot, transaction, signal, span);
+      const signal = AbortSignal.any([this.#options.stopSignal, abort.signal]);
+      const timeoutMs = this.#timeoutOf(messages);
+      const { outcomes, failure } =
+        timeoutMs === undefined
+          ? await this.#callHandler(messages, slot, transaction, signal, span)
+          : await this.#callWithTimeout({ rows, messages, slot, transaction, signal, span }, abort, timeoutMs, startedAt);
       this.counters.handled += messages.length;
       this.#signals.handlerEnded.emit(rows);
-      this.#settleAll(rows, outcomes, failure, span, settlements);
+      this.#settleAll(rows, outcomes, failure, span, settlements, startedAt);
     }
     return { settlements: settlements.length === 1 ? settlements[0]! : Promise.all(settlements).then(() => undefined) };
   }
@@ -312,6 +361,84 @@ export class DeliveryRunner {
       return isOutcome(outcome) ? outcome : { kind: 'ack' };
     });
     return this.#withUsableDelays(messages, outcomes);
+  }
+
+  /**
+   * The unit's timeout: each message's own (`TIMEOUT_HEADER`) or else the subscription's, the
+   * smallest of them for a batch; undefined when none applies. Handlers on worker threads have
+   * no signal of their own to abort, so they run without one.
+   */
+  #timeoutOf(messages: readonly Message<unknown>[]): number | undefined {
+    const { options, spec } = this.#options;
+    if (options.onThreads !== undefined) return undefined;
+    if (spec.headers === undefined) return options.timeoutMs;
+    let unitMs: number | undefined;
+    for (const message of messages) {
+      const ms = timeoutOfHeaders(message.headers) ?? options.timeoutMs;
+      if (ms !== undefined && (unitMs === undefined || ms < unitMs)) unitMs = ms;
+    }
+    return unitMs;
+  }
+
+  /**
+   * Calls the handler; when `timeoutMs` passes, the delivery's signal aborts with a
+   * `HandlerTimeoutError` and leases stop being renewed. A handler that returns within the grace
+   * after it has its outcome settled as usual. One that has not is given up on: its messages
+   * fail with the timeout error by the retry rules, a statement it still runs in the delivery's
+   * transaction ends with the session, its worker goes on to other rows, and what it returns
+   * later is ignored.
+   */
+  async #callWithTimeout(
+    call: {
+      readonly rows: readonly HeldRow[];
+      readonly messages: Message<unknown>[];
+      readonly slot: number;
+      readonly transaction: DeliveryTransaction | undefined;
+      readonly signal: AbortSignal;
+      readonly span: ProcessSpan | undefined;
+    },
+    abort: AbortController,
+    timeoutMs: number,
+    startedAt: number,
+  ): Promise<HandlerResult> {
+    const { rows, messages, transaction } = call;
+    let giveUp: (error: HandlerTimeoutError) => void = () => undefined;
+    const givenUp = new Promise<HandlerTimeoutError>((resolve) => (giveUp = resolve));
+    let graceTimer: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      const error = new HandlerTimeoutError({ id: rows[0]!.id, subscription: this.#options.subscription, timeoutMs });
+      abort.abort(error);
+      this.#timedOut(rows, timeoutMs, startedAt);
+      graceTimer = setTimeout(() => giveUp(error), timeoutGraceMs(timeoutMs));
+    }, timeoutMs);
+    const handled = this.#callHandler(messages, call.slot, transaction, call.signal, call.span);
+    try {
+      const ended = await Promise.race([handled, givenUp]);
+      if (!(ended instanceof HandlerTimeoutError)) return ended;
+      await this.#interrupt(transaction, rows);
+      return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: ended, phase: 'handler' } };
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(graceTimer);
+    }
+  }
+
+  /** A handler given up on may still run a statement in its delivery's transaction: it is cancelled. */
+  async #interrupt(transaction: DeliveryTransaction | undefined, rows: readonly HeldRow[]): Promise<void> {
+    try {
+      await transaction?.interrupt(this.#options.cancelRunningOn);
+    } catch (error) {
+      this.#options.onError(error, { subscription: this.#options.subscription, messageId: rows[0]!.id, phase: 'timeout' });
+    }
+  }
+
+  /** The timeout passed: counted, leases left to run out, `timedOut` reported. */
+  #timedOut(rows: readonly HeldRow[], timeoutMs: number, startedAt: number): void {
+    this.counters.timedOut += rows.length;
+    for (const row of rows) row.stopRenewing?.();
+    const { events } = this.#options;
+    if (!events.listens('timedOut')) return;
+    for (const row of rows) events.emit('timedOut', { ...this.#eventOf(row, startedAt), timeoutMs });
   }
 
   /**
@@ -388,23 +515,26 @@ export class DeliveryRunner {
     failure: Failure | undefined,
     span: ProcessSpan | undefined,
     into: Promise<void>[],
+    startedAt: number,
   ): void {
     if (this.#cancelled.size > 0 && rows.some((row) => this.#cancelled.has(row.id))) {
       // A cancelled message settles as cancelled whatever the handler returned or threw (most
       // throw the signal's reason), so neither counts nor reports as a failure of its own.
       const kept = rows.flatMap((row, index) => (this.#cancelled.has(row.id) ? [] : [{ row, outcome: outcomes[index]! }]));
-      for (const row of rows) if (this.#cancelled.has(row.id)) into.push(this.#settleCancelled(row, span));
+      for (const row of rows) if (this.#cancelled.has(row.id)) into.push(this.#settleCancelled(row, span, startedAt));
       if (kept.length === 0) return;
       rows = kept.map((entry) => entry.row);
       outcomes = kept.map((entry) => entry.outcome);
     }
     if (failure === undefined) {
-      rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, this.#settlementFor(row, outcomes[index]!, undefined), span)));
+      rows.forEach((row, index) =>
+        into.push(this.#settle(row, outcomes[index]!, this.#settlementFor(row, outcomes[index]!, undefined), span, undefined, startedAt)),
+      );
       return;
     }
     const decided = rows.map((row, index) => this.#settlementFor(row, outcomes[index]!, failure));
     this.#reportFailure(failure, rows, decided);
-    rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, decided[index]!, span)));
+    rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, decided[index]!, span, failure, startedAt)));
   }
 
   #reportFailure(failure: Failure, rows: readonly HeldRow[], decided: readonly Settlement[]): void {
@@ -452,7 +582,7 @@ export class DeliveryRunner {
    * writes. A lease row is already gone (the canceller removed it), so its fenced finish finds
    * nothing, which is the cancel taking effect rather than a lost lease.
    */
-  async #settleCancelled(row: HeldRow, span: ProcessSpan | undefined): Promise<void> {
+  async #settleCancelled(row: HeldRow, span: ProcessSpan | undefined, startedAt: number): Promise<void> {
     this.#deliveryAborts.delete(row.id);
     if (this.#abandoned.has(row)) return;
     this.#inFlight.delete(row);
@@ -472,17 +602,25 @@ export class DeliveryRunner {
     } finally {
       this.#cancelled.delete(row.id);
     }
-    this.#countCancelled(row);
+    this.#countCancelled(row, startedAt);
   }
 
-  #countCancelled(row: HeldRow): void {
+  #countCancelled(row: HeldRow, startedAt: number): void {
     this.counters.cancelled += 1;
     this.#options.observer.settled('cancelled');
     this.#options.cancellations.settledAsCancelled(row.id);
+    this.reportCancelled(row, startedAt);
     this.#signals.settled.emit(row.id);
   }
 
-  async #settle(row: HeldRow, outcome: Outcome, settlement: Settlement, span: ProcessSpan | undefined): Promise<void> {
+  async #settle(
+    row: HeldRow,
+    outcome: Outcome,
+    settlement: Settlement,
+    span: ProcessSpan | undefined,
+    failure: Failure | undefined,
+    startedAt: number,
+  ): Promise<void> {
     this.#deliveryAborts.delete(row.id);
     if (this.#abandoned.has(row)) return;
     // The settlement owns the row from here: a stop that gives up on handlers hands back only
@@ -495,18 +633,38 @@ export class DeliveryRunner {
       await (tracing === undefined ? row.settle(settlement) : tracing.settle(span, row.id, settled, () => row.settle(settlement)));
       this.#count(settlement, outcome);
       observer.settled(settled);
+      this.#emitSettled(row, settled as SettledEventOutcome, settlement, failure, startedAt);
       this.#signals.settled.emit(row.id);
     } catch (error) {
       // The canceller removed the row while the handler ran and before this broker heard of it.
       if (error instanceof LeaseLostError && (await this.#options.cancellations.wasCancelled(row.id))) {
-        this.#countCancelled(row);
+        this.#countCancelled(row, startedAt);
         return;
       }
       observer.settled(error instanceof LeaseLostError ? 'leaseLost' : 'failed');
+      if (error instanceof LeaseLostError && this.#options.events.listens('leaseLost')) {
+        this.#options.events.emit('leaseLost', this.#eventOf(row, startedAt));
+      }
       this.counters.settleErrors += 1;
       this.#options.onError(error, { subscription: this.#options.subscription, messageId: row.id, phase: 'settle' });
       this.#signals.settled.emit(row.id);
     }
+  }
+
+  /** `settled`, and `retrying` or `deadLettered` as the settlement was, to whoever listens. */
+  #emitSettled(row: HeldRow, outcome: SettledEventOutcome, settlement: Settlement, failure: Failure | undefined, startedAt: number): void {
+    const { events } = this.#options;
+    const kindEvent = settlement.kind === 'deadLetter' ? 'deadLettered' : settlement.kind === 'finish' ? undefined : 'retrying';
+    const wantsSettled = events.listens('settled');
+    const wantsKind = kindEvent !== undefined && events.listens(kindEvent);
+    if (!wantsSettled && !wantsKind) return;
+    const event: DeliveryEvent & { error?: unknown } =
+      failure === undefined ? this.#eventOf(row, startedAt) : { ...this.#eventOf(row, startedAt), error: failure.thrown };
+    const nextAttemptAt = settlement.kind === 'retryAfter' ? settlement.at : settlement.kind === 'retry' ? new Date() : undefined;
+    if (wantsSettled) events.emit('settled', nextAttemptAt === undefined ? { ...event, outcome } : { ...event, outcome, nextAttemptAt });
+    if (!wantsKind) return;
+    if (settlement.kind === 'deadLetter') events.emit('deadLettered', { ...event, deadLetter: deadLetterDestination(settlement.target) });
+    else if (nextAttemptAt !== undefined) events.emit('retrying', { ...event, nextAttemptAt });
   }
 
   #settlementFor(row: HeldRow, outcome: Outcome, failure: Failure | undefined): Settlement {

@@ -16,6 +16,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { DeliveryRunner, type InvokeHandler } from './delivery-runner.js';
 import type { DeliveryUnit, Dispatcher, RunUnit } from './dispatcher.js';
 import { KeyLanes } from './key-lanes.js';
+import type { LifecycleEventSink } from './lifecycle-events.js';
 import { PauseWatch } from './pause-watch.js';
 import { poolBudgetFor } from './pool-budget.js';
 import { SubscriptionTestHooks } from './subscription-test-hooks.js';
@@ -56,6 +57,8 @@ export interface SubscriptionStats {
   readonly leaseRenewals: number;
   readonly leasesLost: number;
   readonly deadlocksRetried: number;
+  /** Messages whose handler ran past its timeout (`timeoutMs`); their signal was aborted. */
+  readonly timedOut: number;
   /** Whether an operator paused the queue, as the subscription last read it (`broker.pause`). */
   readonly paused: boolean;
 }
@@ -72,6 +75,8 @@ export interface SubscriptionRuntime {
   readonly observability: Observability;
   /** Cancels every statement still running on the broker's connections (see `Driver.cancelRunning`). */
   readonly cancelStatements: () => Promise<void>;
+  /** Where deliveries' lifecycle events go (the broker's `settled`, `timedOut`, …). */
+  readonly events: LifecycleEventSink;
   /** Where `broker.cancel` records cancels of messages in work; without it, none reach this broker. */
   readonly cancellations?: CancellationRecords;
   /** Whether an operator paused the queue (the queue controls table); may throw. Without it, never. */
@@ -201,6 +206,8 @@ export class Subscription {
       onWarning: runtime.onWarning,
       isDoneAtHandover: form.isDoneAtHandover,
       onSettled: () => this.#loop?.onWorkerIdle(),
+      events: runtime.events,
+      cancelRunningOn: (connection) => driver.cancelRunningOn(connection),
       stopSignal: this.#abort.signal,
       cancellations: {
         wasCancelled: async (id) => (await this.#cancellations?.wasCancelled(id)) ?? false,
@@ -353,6 +360,7 @@ export class Subscription {
       leaseRenewals: this.#leaseRenewals,
       leasesLost: this.#leasesLost,
       deadlocksRetried: loop?.counters.deadlocksRetried ?? 0,
+      timedOut: runner?.timedOut ?? 0,
       paused: this.#pause?.isPausedNow ?? false,
     };
   }
