@@ -6,6 +6,7 @@ import type { Stand, TestDatabase } from './stand.js';
 import { cancelSuite } from './suites/cancel.suite.js';
 import { cliSuite } from './suites/cli.suite.js';
 import { coalescingSuite } from './suites/coalescing.suite.js';
+import { concurrencySuite } from './suites/concurrency.suite.js';
 import { cliOperationsSuite } from './suites/cli-operations.suite.js';
 import { dashboardSuite } from './suites/dashboard.suite.js';
 import { dedupeKeysSuite } from './suites/dedupe-keys.suite.js';
@@ -84,6 +85,7 @@ export function runConformance(stand: Stand): Promise<void> {
       advisorySuite(context);
       transactionalSuite(context);
       coalescingSuite(context);
+      concurrencySuite(context);
       hostileInputSuite(context);
       inputLimitsSuite(context);
       dedupeKeysSuite(context);

@@ -30,6 +30,8 @@ export type {
   SubscribeOptionsBase,
 } from './subscription/subscription-options.js';
 export type { SubscriptionStats } from './subscription/subscription.js';
+export type { ConcurrencyOption } from './subscription/concurrency-limits.js';
+export type { ConcurrencyLimits } from './claim/form-context.js';
 export type { DeliveryFailureDetail } from './subscription/delivery-runner.js';
 export type { CancelResult } from './broker/message-cancel.js';
 export { createCancellationsTableSql } from './broker/message-cancel.js';

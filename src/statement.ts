@@ -32,6 +32,7 @@ export type ParamName =
   | 'now'
   | 'leaseNow'
   | 'limit'
+  | 'perKey'
   | 'lockedUntil'
   | 'held'
   | 'retryAfterAt'

@@ -27,6 +27,17 @@ export interface FormContext {
    * WP-4): asked before a claim takes a further connection of its own (an advisory batch's rows).
    */
   readonly hasRoomForConnection: () => boolean;
+  /** `concurrency` (lease form): limits every claim of the queue enforces behind its guard. */
+  readonly concurrency: ConcurrencyLimits | undefined;
+}
+
+/**
+ * Rows of the queue in work at once across every broker and process: in all (`global`) and per
+ * partition key (`perKey`). At least one is set.
+ */
+export interface ConcurrencyLimits {
+  readonly global: number | undefined;
+  readonly perKey: number | undefined;
 }
 
 /**

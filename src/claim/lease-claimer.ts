@@ -1,3 +1,4 @@
+import { IN_WORK_COLUMN } from '../dialect/concurrency-statements.js';
 import type { LeaseClaim } from '../dialect/dialect.js';
 import { inTransaction, withConnection, type OpenTransaction, type TransactionStatements } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
@@ -22,6 +23,20 @@ export interface LeaseClaimerOptions {
    * skipped and the others taken.
    */
   readonly stopsAtFirstTaken: boolean;
+  /** Concurrency limits: the claim runs behind the queue's guard and takes what the limits leave. */
+  readonly concurrency?: ConcurrencyClaim | undefined;
+}
+
+/**
+ * A claim under `concurrency` (dialect/concurrency-statements.ts): `begin`, the `guard` when the
+ * database needs one, then with `global` the count of rows in work, then the claim for at most
+ * `global` minus that count, then commit. Per-key room is in the claim statement itself.
+ */
+export interface ConcurrencyClaim {
+  readonly begin: readonly Statement[];
+  readonly guard: Statement | undefined;
+  readonly inWork: Statement;
+  readonly global: number | undefined;
 }
 
 /**
@@ -42,10 +57,13 @@ export class LeaseClaimer {
 
   /** The claim's statements, for the start-up prepare check. */
   get statements(): Statement[] {
-    const { claim } = this.#options;
-    return claim.kind === 'single'
-      ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
-      : [...(claim.guard ? [claim.guard] : []), claim.select, claim.stamp];
+    const { claim, concurrency } = this.#options;
+    const limits = concurrency === undefined ? [] : [...(concurrency.guard ? [concurrency.guard] : []), concurrency.inWork];
+    const claims =
+      claim.kind === 'single'
+        ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
+        : [...(claim.guard ? [claim.guard] : []), claim.select, claim.stamp];
+    return [...limits, ...claims];
   }
 
   /**
@@ -61,7 +79,8 @@ export class LeaseClaimer {
    * and the connection's state is then unknown; undefined as for `claim`.
    */
   async claimOn(connection: Connection, values: ParamValues): Promise<Record<string, unknown>[] | undefined> {
-    const { claim, ownTransaction } = this.#options;
+    const { claim, ownTransaction, concurrency } = this.#options;
+    if (concurrency !== undefined) return this.#claimUnderLimits(connection, concurrency, values);
     if (claim.kind === 'selectThenStamp') {
       return inTransaction(connection, this.#session(claim.begin), (transaction) =>
         this.#selectThenStamp(connection, transaction, claim, values),
@@ -78,6 +97,33 @@ export class LeaseClaimer {
     }
     if (ownTransaction === undefined) return run();
     return inTransaction(connection, this.#session(ownTransaction), run, { whenBeginRefused: () => undefined });
+  }
+
+  /**
+   * Behind the queue's guard, no other claim of the queue runs until this one commits, so the
+   * rows counted in work stay the rows in work; a limit reached takes nothing, like an empty queue.
+   */
+  #claimUnderLimits(
+    connection: Connection,
+    concurrency: ConcurrencyClaim,
+    values: ParamValues,
+  ): Promise<Record<string, unknown>[]> {
+    const { claim } = this.#options;
+    return inTransaction(connection, this.#session(concurrency.begin), async (transaction) => {
+      if (concurrency.guard !== undefined) await connection.execute(bindStatement(concurrency.guard, values));
+      let limit = Number(values.limit);
+      if (concurrency.global !== undefined) {
+        const inWork = (await connection.execute(bindStatement(concurrency.inWork, values))).rows[0]?.[IN_WORK_COLUMN];
+        limit = Math.min(limit, concurrency.global - Number(inWork));
+      }
+      if (limit <= 0) {
+        await transaction.rollBack();
+        return [];
+      }
+      const limited = { ...values, limit };
+      if (claim.kind === 'selectThenStamp') return this.#selectThenStamp(connection, transaction, claim, limited);
+      return (await connection.execute(bindStatement(claim.statement, limited))).rows;
+    });
   }
 
   /** The guard (FIFO tables) and the select lock the rows; a stamp leases each, or one stamps all. */

@@ -1,3 +1,4 @@
+import { createConcurrencyStatements } from '../dialect/concurrency-statements.js';
 import type { LeaseClaim } from '../dialect/dialect.js';
 import { withConnection, withTransaction } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
@@ -7,7 +8,7 @@ import { commitsHandlerWrites, settlementValues, type ClaimedRow, type ClaimForm
 import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
 import { LeaseClaimGatherer } from './lease-claim-gatherer.js';
-import { LeaseClaimer } from './lease-claimer.js';
+import { LeaseClaimer, type ConcurrencyClaim } from './lease-claimer.js';
 import { LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
 import { LeaseDeliveryTransaction } from './lease-delivery-transaction.js';
 import { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.js';
@@ -30,6 +31,8 @@ export interface LeaseFormOptions {
 
 interface LeaseStatementSet {
   readonly claim: LeaseClaim;
+  /** With concurrency limits: the guard and count the claim runs behind. */
+  readonly concurrency: ConcurrencyClaim | undefined;
   readonly commit: Statement;
   readonly rollback: Statement;
   readonly extend: Statement;
@@ -79,10 +82,19 @@ export class LeaseForm implements ClaimForm {
     this.#context = context;
     this.#options = options;
     this.holdsConnection = context.transactional;
-    this.claimsOneAtATime = claimsOneAtATime(context) || context.dialect.capabilities.leaseClaimLocksRows;
+    // Claims under concurrency limits wait on one guard per queue anyway: one claim fills every idle worker.
+    this.claimsOneAtATime =
+      claimsOneAtATime(context) || context.dialect.capabilities.leaseClaimLocksRows || context.concurrency !== undefined;
     this.#statements = renderLeaseStatements(context);
-    const { claim, commit, rollback } = this.#statements;
-    this.#claimer = new LeaseClaimer({ claim, commit, rollback, idColumn: context.spec.id.column, stopsAtFirstTaken: false });
+    const { claim, commit, rollback, concurrency } = this.#statements;
+    this.#claimer = new LeaseClaimer({
+      claim,
+      commit,
+      rollback,
+      idColumn: context.spec.id.column,
+      stopsAtFirstTaken: false,
+      concurrency,
+    });
     this.#keeper = new LeaseKeeper({
       driver: context.driver,
       book: this.#book,
@@ -99,9 +111,15 @@ export class LeaseForm implements ClaimForm {
       windowMs === undefined || context.transactional
         ? undefined
         : new LeaseCoalescedSettlements({ ...context, windowMs });
-    this.isDoneAtHandover = this.#coalesced !== undefined && context.spec.group?.fifo !== true && !context.keyed;
+    // Concurrency limits count leases: a worker that claims again before its row's settlement is
+    // written finds its own row still in work and the limit reached.
+    this.isDoneAtHandover =
+      this.#coalesced !== undefined && context.spec.group?.fifo !== true && !context.keyed && context.concurrency === undefined;
     const isParallelSingleStatement =
-      claim.kind === 'single' && claim.guarded === undefined && !context.dialect.capabilities.hasSingleWriter;
+      claim.kind === 'single' &&
+      claim.guarded === undefined &&
+      concurrency === undefined &&
+      !context.dialect.capabilities.hasSingleWriter;
     this.#gatherer =
       isParallelSingleStatement && !context.transactional
         ? new LeaseClaimGatherer((limit, now) => this.#claimNow(limit, now))
@@ -143,6 +161,7 @@ export class LeaseForm implements ClaimForm {
     const lockedUntil = leaseExpiry(now, this.#options.leaseMs);
     // Transactional mode is for single deliveries: each holds the connection its claim ran on.
     const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
+    if (this.#context.concurrency?.perKey !== undefined) values.perKey = this.#context.concurrency.perKey;
     return withConnection(driver, async (connection, keep) => {
       const rows = (await this.#claimer.claimOn(connection, values)) ?? [];
       const attemptIsCounted = dialect.capabilities.leaseClaimReturnsCountedAttempt;
@@ -334,11 +353,23 @@ class LeaseHeldRow implements HeldRow {
 }
 
 function renderLeaseStatements(context: FormContext): LeaseStatementSet {
-  const { dialect, spec, columns, deadLetter } = context;
+  const { dialect, spec, columns, deadLetter, concurrency } = context;
   const release = dialect.lease.release(spec);
+  const begin = dialect.session.begin({ sqliteBegin: 'immediate' });
+  const limits = concurrency === undefined ? undefined : createConcurrencyStatements(dialect.name);
   return {
-    claim: dialect.lease.claim(spec, columns),
-    begin: dialect.session.begin({ sqliteBegin: 'immediate' }),
+    claim: dialect.lease.claim(spec, columns, { perKey: concurrency?.perKey !== undefined }),
+    // Postgres and MySQL at read committed, so each statement reads what committed before the
+    // guard was taken; SQLite's IMMEDIATE is itself the guard.
+    concurrency: limits && {
+      begin: dialect.capabilities.isolationLevels.includes('read committed')
+        ? dialect.session.begin({ isolation: 'read committed' })
+        : begin,
+      guard: limits.guard(spec),
+      inWork: limits.inWork(spec),
+      global: concurrency?.global,
+    },
+    begin,
     beginDelivery: dialect.session.begin({ isolation: spec.isolation, sqliteBegin: spec.sqliteBegin }),
     confirm: dialect.lease.confirm(spec),
     commit: dialect.session.commit(),

@@ -1,7 +1,7 @@
 import { DeclarationError, UnsupportedError } from '../errors.js';
 import type { ClaimFormName, TableSpec } from '../table/table-spec.js';
 import { nowOf } from './database-clock.js';
-import type { TableColumns } from './dialect.js';
+import type { LeaseClaimOptions, TableColumns } from './dialect.js';
 import { identifier, joinSql, param, qualifiedName, sql, type SqlText } from './quoting.js';
 
 /** The queue table, schema-qualified when declared so. */
@@ -60,11 +60,48 @@ export function skipLockedSelect(
   spec: TableSpec,
   columns: TableColumns,
   form: Exclude<ClaimFormName, 'advisory'>,
+  options: LeaseClaimOptions = {},
 ): SqlText {
   const from = sql`SELECT ${columnList(columns)} FROM ${tableOf(spec)}`;
   if (isFifo(spec)) return sql`${from}${whereAll(fifoHeadConditions(spec, form))} FOR UPDATE SKIP LOCKED`;
-  const where = whereAll(claimConditions(spec, form));
+  const where = whereAll([...claimConditions(spec, form), ...perKeyConditions(spec, options)]);
   return sql`${from}${where} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`;
+}
+
+/**
+ * The rows of the queue in work across every claimer: a live lease (`leaseNow`), unfinished, in
+ * the group. What `concurrency` counts against its limits.
+ */
+export function rowsInWork(spec: TableSpec): SqlText[] {
+  const conditions: SqlText[] = [];
+  if (spec.group !== undefined) conditions.push(sql`${identifier(spec.group.column)} = ${param('group')}`);
+  conditions.push(sql`${identifier(requireLeaseColumn(spec))} > ${param('leaseNow')}`);
+  if (spec.processedAt !== undefined) conditions.push(sql`${identifier(spec.processedAt)} IS NULL`);
+  return conditions;
+}
+
+/**
+ * `concurrency.perKey` (lease form): a row with a partition key is claimable only while its key's
+ * rows in work, plus the claimable rows of the key ahead of it in claim order, stay under
+ * `:perKey`, so one claim never takes more rows of a key than the key has room for. Both are read
+ * once per statement (uncorrelated): a window rank over the claimable rows, joined to a count per
+ * key of the live leases. A row without a key counts toward no key. Only sound behind the
+ * concurrency guard, which keeps a second claim from reading the same room.
+ */
+export function perKeyConditions(spec: TableSpec, options: LeaseClaimOptions): SqlText[] {
+  if (options.perKey !== true) return [];
+  if (spec.partitionKey === undefined) {
+    throw new TypeError(`table "${spec.qualifiedName}" has no partitionKey column; a perKey claim is rendered for keyed tables only`);
+  }
+  const key = identifier(spec.partitionKey);
+  const id = identifier(spec.id.column);
+  const hasKey = sql`${key} IS NOT NULL`;
+  const rank = sql`ROW_NUMBER() OVER (PARTITION BY ${key} ORDER BY ${claimOrder(spec)})`;
+  const ranked = sql`SELECT ${id}, ${key}, ${rank} AS tablequeue_rank FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'lease'), hasKey])}`;
+  const held = sql`SELECT ${key}, COUNT(*) AS tablequeue_count FROM ${tableOf(spec)}${whereAll([...rowsInWork(spec), hasKey])} GROUP BY ${key}`;
+  const room = sql`tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_held.tablequeue_count, 0) <= ${param('perKey')}`;
+  const join = sql`(${ranked}) AS tablequeue_ranked LEFT JOIN (${held}) AS tablequeue_held ON tablequeue_held.${key} = tablequeue_ranked.${key}`;
+  return [sql`(${key} IS NULL OR ${id} IN (SELECT tablequeue_ranked.${id} FROM ${join} WHERE ${room}))`];
 }
 
 /** FIFO groups (WP-11): the table declares `group: { column, fifo: true }`. */

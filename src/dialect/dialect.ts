@@ -108,7 +108,7 @@ export interface LeaseStatements {
    * On a FIFO table the claim takes the group's head only, and carries the group guard where the
    * database needs one (see `LeaseClaim`).
    */
-  claim(spec: TableSpec, columns: TableColumns): LeaseClaim;
+  claim(spec: TableSpec, columns: TableColumns, options?: LeaseClaimOptions): LeaseClaim;
   /** Clears the lease (`id`, `held`): retry, and rows handed back unhandled on stop. */
   release(spec: TableSpec): Statement;
   /** `retry_after = :retryAfterAt`, lease cleared; `undefined` without a retryAfter column. */
@@ -127,6 +127,15 @@ export interface LeaseStatements {
    * SQLite: a copy then a delete).
    */
   settleMany(spec: TableSpec, columns: TableColumns, request: LeaseSettleManyRequest): LeaseSettleMany | undefined;
+}
+
+/** How a lease claim is rendered beyond the table's own roles. */
+export interface LeaseClaimOptions {
+  /**
+   * `concurrency.perKey`: rows whose partition key has no room under `:perKey` are not claimable
+   * (claim-clauses.ts `perKeyConditions`). Run only behind the concurrency guard.
+   */
+  readonly perKey?: boolean;
 }
 
 /**

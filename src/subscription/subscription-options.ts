@@ -3,7 +3,9 @@ import type { Message } from '../delivery/message.js';
 import type { Outcome } from '../delivery/outcome.js';
 import type { Queue } from '../definition/define-table.js';
 import type { PublishOptions } from '../publish/publish-options.js';
+import type { ConcurrencyLimits } from '../claim/form-context.js';
 import { DeclarationError } from '../errors.js';
+import { resolveConcurrency, type ConcurrencyOption } from './concurrency-limits.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
 import { validateQueueName } from '../definition/queue-name.js';
 import { MAX_LEASE_MS, MAX_TIMER_MS, millisecondsFromZero, positiveInteger, positiveMilliseconds } from '../option-checks.js';
@@ -102,6 +104,12 @@ export interface SubscribeOptionsBase<Payload = unknown> {
    * claim of one row per idle worker (WP-1).
    */
   prefetch?: number;
+  /**
+   * Lease form: rows of this queue in work at once across every broker and process (`global`),
+   * and per partition key (`perKey`), enforced inside each claim behind a guard per queue.
+   * A claim that finds the limit reached takes nothing and waits as after an empty claim.
+   */
+  concurrency?: ConcurrencyOption;
   /** Decodes the payload bytes; default JSON. */
   decode?: Decoder<Payload>;
   /** Default `'drop'`. */
@@ -144,6 +152,7 @@ export interface ResolvedSubscribeOptions {
   readonly coalesceSettlements: boolean;
   readonly settlementWindowMs: number;
   readonly prefetch: number;
+  readonly concurrency: ConcurrencyLimits | undefined;
   readonly decode: Decoder<unknown> | undefined;
   readonly onDecodeFailure: DecodeFailurePolicy;
   readonly maxAttempts: number | undefined;
@@ -193,6 +202,7 @@ const OPTION_KEYS = new Set([
   'coalesceSettlements',
   'settlementWindowMs',
   'prefetch',
+  'concurrency',
   'decode',
   'onDecodeFailure',
   'maxAttempts',
@@ -295,6 +305,7 @@ export function resolveSubscribeOptions(
     coalesceSettlements,
     settlementWindowMs,
     prefetch,
+    concurrency: resolveConcurrency(options.concurrency, where),
     decode: options.decode,
     onDecodeFailure: policy,
     maxAttempts,

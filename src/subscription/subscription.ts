@@ -1,6 +1,6 @@
 import type { ClaimForm, HeldRow } from '../claim/claim-form.js';
 import { createClaimForm } from '../claim/create-claim-form.js';
-import type { FormContext } from '../claim/form-context.js';
+import type { ConcurrencyLimits, FormContext } from '../claim/form-context.js';
 import { roundLeaseMs } from '../claim/lease-book.js';
 import type { Queue } from '../definition/define-table.js';
 import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
@@ -22,6 +22,7 @@ import { poolBudgetFor } from './pool-budget.js';
 import { SubscriptionTestHooks } from './subscription-test-hooks.js';
 import { transactionalContext } from './transactional-context.js';
 import type { BatchHandler, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
+import { checkConcurrencyFits, ensureConcurrencyGuards } from './concurrency-limits.js';
 import { WorkerSlots } from './worker-slots.js';
 
 /**
@@ -35,6 +36,8 @@ export interface SubscriptionStats {
   readonly queue: string;
   readonly form: TableSpec['form'];
   readonly workers: number;
+  /** `concurrency`: the limits every claim of the queue enforces across brokers; undefined without. */
+  readonly concurrency: ConcurrencyLimits | undefined;
   readonly inWork: number;
   readonly waitingRows: number;
   readonly claimsRunning: number;
@@ -159,6 +162,11 @@ export class Subscription {
         `subscription "${this.name}": prefetch keeps rows claimed ahead under a lease; in the ${spec.form === 'rowLock' ? 'row lock' : 'advisory lock'} form each waiting row would hold a connection, so remove prefetch or declare lockedUntil`,
       );
     }
+    const { concurrency } = this.#options;
+    if (concurrency !== undefined) {
+      checkConcurrencyFits(concurrency, spec, dialect.name, this.name);
+      await ensureConcurrencyGuards(driver, dialect, spec);
+    }
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
     const { transactional, workers, batch, isKeyed } = this.#options;
@@ -174,6 +182,7 @@ export class Subscription {
       transactional,
       keyed: isKeyed,
       hasRoomForConnection: () => budget.held < budget.limit,
+      concurrency,
     };
     const leaseMs = roundLeaseMs(this.#options.leaseMs);
     const form = createClaimForm(context, {
@@ -270,9 +279,7 @@ export class Subscription {
   }
 
   start(): void {
-    // A lease row in work is removed by its canceller, which the renewals notice; a row or key
-    // lock keeps the row, so only the records tell.
-    if (this.queue.table.spec.form !== 'lease') this.#cancellations?.watch();
+    this.#cancellations?.watch();
     this.#loop?.start();
   }
 
@@ -339,6 +346,7 @@ export class Subscription {
       queue: this.name,
       form: this.queue.table.spec.form,
       workers: this.#options.workers,
+      concurrency: this.#options.concurrency,
       inWork: this.#dispatcher?.inWork ?? 0,
       waitingRows: this.#dispatcher?.waiting ?? 0,
       claimsRunning: loop?.claimsRunning ?? 0,

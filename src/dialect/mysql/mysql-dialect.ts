@@ -17,6 +17,7 @@ import {
   type Dialect,
   type InsertOptions,
   type LeaseClaim,
+  type LeaseClaimOptions,
   type LeaseSettleManyRequest,
   type TableColumns,
 } from '../dialect.js';
@@ -65,9 +66,9 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
     lease: Object.freeze({
       // Without UPDATE … RETURNING the claim reads with row locks, then stamps each row. READ
       // COMMITTED whatever the table declares: no gap locks, so publishers are never blocked.
-      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => {
+      claim: (spec: TableSpec, columns: TableColumns, claimOptions?: LeaseClaimOptions): LeaseClaim => {
         refuseUnbuiltClaims(spec, database);
-        const select = renderStatement(style, 'lease.claim', skipLockedSelect(spec, columns, 'lease'));
+        const select = renderStatement(style, 'lease.claim', skipLockedSelect(spec, columns, 'lease', claimOptions));
         const stamp = renderLeaseStamp(spec);
         const guard = renderGroupGuard(spec);
         const stampAll = (rowCount: number) => renderLeaseStampAll(spec, rowCount);

@@ -19,6 +19,7 @@ import {
   type Dialect,
   type InsertOptions,
   type LeaseClaim,
+  type LeaseClaimOptions,
   type LeaseSettleManyRequest,
   type TableColumns,
 } from '../dialect.js';
@@ -65,8 +66,8 @@ export function createPostgresDialect(): Dialect {
       finishMany: (spec: TableSpec, rowCount: number) => renderRowLockFinishMany(style, spec, rowCount),
     }),
     lease: Object.freeze({
-      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => {
-        const statement = renderLeaseClaim(spec, columns);
+      claim: (spec: TableSpec, columns: TableColumns, options?: LeaseClaimOptions): LeaseClaim => {
+        const statement = renderLeaseClaim(spec, columns, options);
         const guard = renderGroupGuard(spec);
         if (guard === undefined) return { kind: 'single', statement };
         // The advisory lock lives as long as the transaction, so claim and stamp inside one; at
@@ -113,10 +114,10 @@ export function createPostgresDialect(): Dialect {
  * a claim of 250 rows from a 20,000-row table was planned as a hash join over a sequential scan
  * of the whole table (5 of its 8 ms; at a million rows the planner chose the index itself).
  */
-function renderLeaseClaim(spec: TableSpec, columns: TableColumns): Statement {
+function renderLeaseClaim(spec: TableSpec, columns: TableColumns, options?: LeaseClaimOptions): Statement {
   refuseUnbuiltClaims(spec, DATABASE);
   const id = identifier(spec.id.column);
-  const claimed = skipLockedSelect(spec, columns, 'lease');
+  const claimed = skipLockedSelect(spec, columns, 'lease', options);
   const stamp = sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${id} = ANY(ARRAY(SELECT tablequeue_claimed.${id} FROM tablequeue_claimed))`;
   return renderStatement(
     style,

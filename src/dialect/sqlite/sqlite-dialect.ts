@@ -8,12 +8,13 @@ import {
   columnList,
   fifoHeadConditions,
   isFifo,
+  perKeyConditions,
   refuseUnbuiltClaims,
   tableOf,
   whereAll,
 } from '../claim-clauses.js';
 import { SQLITE_CLOCK } from '../database-clock.js';
-import type { Dialect, InsertOptions, LeaseClaim, LeaseSettleManyRequest, TableColumns } from '../dialect.js';
+import type { Dialect, InsertOptions, LeaseClaim, LeaseClaimOptions, LeaseSettleManyRequest, TableColumns } from '../dialect.js';
 import { SQLITE_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
 import { renderPairedSettleMany } from '../lease-settle-many.js';
 import {
@@ -58,9 +59,9 @@ export function createSqliteDialect(): Dialect {
       retryAfter: (spec: TableSpec): Statement => refuseRowLock(spec),
     }),
     lease: Object.freeze({
-      claim: (spec: TableSpec, columns: TableColumns): LeaseClaim => ({
+      claim: (spec: TableSpec, columns: TableColumns, options?: LeaseClaimOptions): LeaseClaim => ({
         kind: 'single',
-        statement: renderLeaseClaim(spec, columns),
+        statement: renderLeaseClaim(spec, columns, options),
       }),
       ...createLeaseSettlements(style),
       settleMany: (spec: TableSpec, _columns: TableColumns, request: LeaseSettleManyRequest) =>
@@ -100,13 +101,14 @@ export function createSqliteDialect(): Dialect {
  * attempt comes back already counted (capability `leaseClaimReturnsCountedAttempt`), and in no
  * particular order. On a FIFO table it takes the group's head only.
  */
-function renderLeaseClaim(spec: TableSpec, columns: TableColumns): Statement {
+function renderLeaseClaim(spec: TableSpec, columns: TableColumns, options: LeaseClaimOptions = {}): Statement {
   refuseUnbuiltClaims(spec, DATABASE);
   const id = identifier(spec.id.column);
   const selectIds = sql`SELECT ${id} FROM ${tableOf(spec)}`;
+  const conditions = [...claimConditions(spec, 'lease'), ...perKeyConditions(spec, options)];
   const claimable = isFifo(spec)
     ? sql`${selectIds}${whereAll(fifoHeadConditions(spec, 'lease'))}`
-    : sql`${selectIds}${whereAll(claimConditions(spec, 'lease'))} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
+    : sql`${selectIds}${whereAll(conditions)} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
   return renderStatement(
     style,
     'lease.claim',

@@ -1,0 +1,177 @@
+import { describe, expect, it } from 'vitest';
+import { createConcurrencyStatements } from './concurrency-statements.js';
+import { createDialect } from './create-dialect.js';
+import type { Statement } from '../statement.js';
+import { everyRoleLeaseTable, minimalLeaseTable, schemaQualifiedTable } from './test-tables.fixture.js';
+
+/** The claim's statement under `perKey`: the single statement, or MySQL's locking select. */
+function perKeyClaim(database: 'postgres' | 'mysql' | 'mariadb' | 'sqlite'): Statement {
+  const claim = createDialect(database).lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, { perKey: true });
+  return claim.kind === 'single' ? claim.statement : claim.select;
+}
+
+describe('postgres concurrency limits', () => {
+  const statements = createConcurrencyStatements(createDialect('postgres').name);
+
+  it('guards a queue with a transaction-scoped advisory lock on the table and group', () => {
+    expect(statements.guard(everyRoleLeaseTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "SELECT pg_advisory_xact_lock(hashtextextended('concurrency:email_jobs' || ':' || $1::text, 0))",
+      params: ['group'],
+    });
+    expect(statements.guard(minimalLeaseTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "SELECT pg_advisory_xact_lock(hashtextextended('concurrency:jobs', 0))",
+      params: [],
+    });
+    expect(statements.guard(schemaQualifiedTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "SELECT pg_advisory_xact_lock(hashtextextended('concurrency:app.jobs' || ':' || $1::text, 0))",
+      params: ['group'],
+    });
+    expect(statements.createGuardTable(everyRoleLeaseTable.spec)).toBeUndefined();
+  });
+
+  it('counts the queue\'s rows with a live lease', () => {
+    expect(statements.inWork(everyRoleLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS \"in_work\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"locked_until\" > $2 AND \"processed_at\" IS NULL",
+      params: ['group', 'leaseNow'],
+    });
+    expect(statements.inWork(minimalLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS \"in_work\" FROM \"jobs\" WHERE \"locked_until\" > $1",
+      params: ['leaseNow'],
+    });
+  });
+
+  it('claims under perKey only rows whose key has room, ranked within the claim', () => {
+    expect(perKeyClaim('postgres')).toEqual({
+      name: 'lease.claim',
+      sql: "WITH tablequeue_claimed AS (SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"locked_until\", \"meta\", \"payload\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND (\"locked_until\" IS NULL OR \"locked_until\" <= $3) AND (\"customer\" IS NULL OR \"job_id\" IN (SELECT tablequeue_ranked.\"job_id\" FROM (SELECT \"job_id\", \"customer\", ROW_NUMBER() OVER (PARTITION BY \"customer\" ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_rank FROM \"email_jobs\" WHERE \"queue\" = $4 AND \"retry_after\" <= $5 AND \"processed_at\" IS NULL AND (\"locked_until\" IS NULL OR \"locked_until\" <= $6) AND \"customer\" IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT \"customer\", COUNT(*) AS tablequeue_count FROM \"email_jobs\" WHERE \"queue\" = $7 AND \"locked_until\" > $8 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL GROUP BY \"customer\") AS tablequeue_held ON tablequeue_held.\"customer\" = tablequeue_ranked.\"customer\" WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_held.tablequeue_count, 0) <= $9)) ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $10 FOR UPDATE SKIP LOCKED), tablequeue_stamp AS (UPDATE \"email_jobs\" SET \"locked_until\" = $11, \"attempt\" = \"attempt\" + 1 WHERE \"job_id\" = ANY(ARRAY(SELECT tablequeue_claimed.\"job_id\" FROM tablequeue_claimed))) SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"locked_until\", \"meta\", \"payload\" FROM tablequeue_claimed ORDER BY \"priority\", \"retry_after\", \"job_id\"",
+      params: ['group', 'now', 'leaseNow', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'perKey', 'limit', 'lockedUntil'],
+    });
+  });
+});
+
+describe('mysql concurrency limits', () => {
+  const statements = createConcurrencyStatements(createDialect('mysql').name);
+
+  it('guards a queue with an upsert of its row in the guards table, beside the queue table', () => {
+    expect(statements.guard(everyRoleLeaseTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "INSERT INTO `tablequeue_concurrency_guards` (`table_name`, `queue_name`, `claims`) VALUES ('email_jobs', ?, 1) ON DUPLICATE KEY UPDATE `claims` = `claims` + 1",
+      params: ['group'],
+    });
+    expect(statements.guard(minimalLeaseTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "INSERT INTO `tablequeue_concurrency_guards` (`table_name`, `queue_name`, `claims`) VALUES ('jobs', '', 1) ON DUPLICATE KEY UPDATE `claims` = `claims` + 1",
+      params: [],
+    });
+    expect(statements.guard(schemaQualifiedTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "INSERT INTO `app`.`tablequeue_concurrency_guards` (`table_name`, `queue_name`, `claims`) VALUES ('app.jobs', ?, 1) ON DUPLICATE KEY UPDATE `claims` = `claims` + 1",
+      params: ['group'],
+    });
+    expect(statements.createGuardTable(schemaQualifiedTable.spec)).toBe(
+      "CREATE TABLE IF NOT EXISTS `app`.`tablequeue_concurrency_guards` (\n  `table_name` varchar(129) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n  `queue_name` varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n  `claims` bigint NOT NULL,\n  PRIMARY KEY (`table_name`, `queue_name`)\n)",
+    );
+  });
+
+  it('counts the queue\'s rows with a live lease', () => {
+    expect(statements.inWork(everyRoleLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS `in_work` FROM `email_jobs` WHERE `queue` = ? AND `locked_until` > ? AND `processed_at` IS NULL",
+      params: ['group', 'leaseNow'],
+    });
+    expect(statements.inWork(minimalLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS `in_work` FROM `jobs` WHERE `locked_until` > ?",
+      params: ['leaseNow'],
+    });
+  });
+
+  it('claims under perKey only rows whose key has room, ranked within the claim', () => {
+    expect(perKeyClaim('mysql')).toEqual({
+      name: 'lease.claim',
+      sql: "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT `customer`, COUNT(*) AS tablequeue_count FROM `email_jobs` WHERE `queue` = ? AND `locked_until` > ? AND `processed_at` IS NULL AND `customer` IS NOT NULL GROUP BY `customer`) AS tablequeue_held ON tablequeue_held.`customer` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_held.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
+      params: ['group', 'now', 'leaseNow', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'perKey', 'limit'],
+    });
+  });
+});
+
+describe('mariadb concurrency limits', () => {
+  const statements = createConcurrencyStatements(createDialect('mariadb').name);
+
+  it('guards a queue with an upsert of its row in the guards table, beside the queue table', () => {
+    expect(statements.guard(everyRoleLeaseTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "INSERT INTO `tablequeue_concurrency_guards` (`table_name`, `queue_name`, `claims`) VALUES ('email_jobs', ?, 1) ON DUPLICATE KEY UPDATE `claims` = `claims` + 1",
+      params: ['group'],
+    });
+    expect(statements.guard(minimalLeaseTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "INSERT INTO `tablequeue_concurrency_guards` (`table_name`, `queue_name`, `claims`) VALUES ('jobs', '', 1) ON DUPLICATE KEY UPDATE `claims` = `claims` + 1",
+      params: [],
+    });
+    expect(statements.guard(schemaQualifiedTable.spec)).toEqual({
+      name: 'concurrency.guard',
+      sql: "INSERT INTO `app`.`tablequeue_concurrency_guards` (`table_name`, `queue_name`, `claims`) VALUES ('app.jobs', ?, 1) ON DUPLICATE KEY UPDATE `claims` = `claims` + 1",
+      params: ['group'],
+    });
+    expect(statements.createGuardTable(schemaQualifiedTable.spec)).toBe(
+      "CREATE TABLE IF NOT EXISTS `app`.`tablequeue_concurrency_guards` (\n  `table_name` varchar(129) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n  `queue_name` varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n  `claims` bigint NOT NULL,\n  PRIMARY KEY (`table_name`, `queue_name`)\n)",
+    );
+  });
+
+  it('counts the queue\'s rows with a live lease', () => {
+    expect(statements.inWork(everyRoleLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS `in_work` FROM `email_jobs` WHERE `queue` = ? AND `locked_until` > ? AND `processed_at` IS NULL",
+      params: ['group', 'leaseNow'],
+    });
+    expect(statements.inWork(minimalLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS `in_work` FROM `jobs` WHERE `locked_until` > ?",
+      params: ['leaseNow'],
+    });
+  });
+
+  it('claims under perKey only rows whose key has room, ranked within the claim', () => {
+    expect(perKeyClaim('mariadb')).toEqual({
+      name: 'lease.claim',
+      sql: "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT `customer`, COUNT(*) AS tablequeue_count FROM `email_jobs` WHERE `queue` = ? AND `locked_until` > ? AND `processed_at` IS NULL AND `customer` IS NOT NULL GROUP BY `customer`) AS tablequeue_held ON tablequeue_held.`customer` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_held.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
+      params: ['group', 'now', 'leaseNow', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'perKey', 'limit'],
+    });
+  });
+});
+
+describe('sqlite concurrency limits', () => {
+  const statements = createConcurrencyStatements(createDialect('sqlite').name);
+
+  it('has no guard statement: BEGIN IMMEDIATE takes the one write lock', () => {
+    expect(statements.guard(everyRoleLeaseTable.spec)).toBeUndefined();
+    expect(statements.createGuardTable(everyRoleLeaseTable.spec)).toBeUndefined();
+  });
+
+  it('counts the queue\'s rows with a live lease', () => {
+    expect(statements.inWork(everyRoleLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS `in_work` FROM `email_jobs` WHERE `queue` = ? AND `locked_until` > ? AND `processed_at` IS NULL",
+      params: ['group', 'leaseNow'],
+    });
+    expect(statements.inWork(minimalLeaseTable.spec)).toEqual({
+      name: 'concurrency.inWork',
+      sql: "SELECT COUNT(*) AS `in_work` FROM `jobs` WHERE `locked_until` > ?",
+      params: ['leaseNow'],
+    });
+  });
+
+  it('claims under perKey only rows whose key has room, ranked within the claim', () => {
+    expect(perKeyClaim('sqlite')).toEqual({
+      name: 'lease.claim',
+      sql: "UPDATE `email_jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `job_id` IN (SELECT `job_id` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT `customer`, COUNT(*) AS tablequeue_count FROM `email_jobs` WHERE `queue` = ? AND `locked_until` > ? AND `processed_at` IS NULL AND `customer` IS NOT NULL GROUP BY `customer`) AS tablequeue_held ON tablequeue_held.`customer` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_held.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) RETURNING `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload`",
+      params: ['lockedUntil', 'group', 'now', 'leaseNow', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'perKey', 'limit'],
+    });
+  });
+});

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { DeclarationError, UnsupportedError } from '../errors.js';
+import { createTableSpec } from '../table/table-spec.js';
+import { checkConcurrencyFits, MAX_CONCURRENCY_LIMIT, resolveConcurrency } from './concurrency-limits.js';
+
+const where = 'subscription "emails"';
+
+describe('resolveConcurrency', () => {
+  it('takes global, perKey or both, and nothing when the option is absent', () => {
+    expect(resolveConcurrency(undefined, where)).toBeUndefined();
+    expect(resolveConcurrency({ global: 5 }, where)).toEqual({ global: 5, perKey: undefined });
+    expect(resolveConcurrency({ perKey: 1 }, where)).toEqual({ global: undefined, perKey: 1 });
+    expect(resolveConcurrency({ global: 10, perKey: 2 }, where)).toEqual({ global: 10, perKey: 2 });
+  });
+
+  it('refuses limits that are not whole numbers from 1, unknown keys, and an empty object, saying what to write', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, '3', MAX_CONCURRENCY_LIMIT + 1]) {
+      expect(() => resolveConcurrency({ global: bad as number }, where)).toThrow(
+        /subscription "emails": concurrency.global must be a whole number of rows from 1 to 100000/,
+      );
+    }
+    expect(() => resolveConcurrency({ perKey: 0 }, where)).toThrow(/concurrency.perKey must be a whole number/);
+    expect(() => resolveConcurrency({ limit: 3 } as never, where)).toThrow(/unknown concurrency option "limit"; the options are global and perKey/);
+    expect(() => resolveConcurrency({}, where)).toThrow(/concurrency needs global, perKey or both/);
+    expect(() => resolveConcurrency(5 as never, where)).toThrow(DeclarationError);
+  });
+});
+
+describe('checkConcurrencyFits', () => {
+  const lease = { table: 'jobs', id: 'id', group: 'queue', lockedUntil: 'locked_until' } as const;
+
+  it('accepts a lease table, and perKey where the table has a partition key', () => {
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, createTableSpec(lease), 'postgres', 'emails')).not.toThrow();
+    const keyed = createTableSpec({ ...lease, partitionKey: 'customer' });
+    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, keyed, 'postgres', 'emails')).not.toThrow();
+  });
+
+  it('refuses the row lock and advisory forms with an UnsupportedError that names the lease form', () => {
+    const rowLock = createTableSpec({ table: 'jobs', id: 'id' });
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, rowLock, 'postgres', 'emails')).toThrow(UnsupportedError);
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, rowLock, 'postgres', 'emails')).toThrow(
+      /the row lock form: declare a lockedUntil column \(lease form\) or remove concurrency/,
+    );
+  });
+
+  it('refuses FIFO tables and perKey without a partition key', () => {
+    const fifo = createTableSpec({ ...lease, group: { column: 'queue', fifo: true } });
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, fifo, 'postgres', 'emails')).toThrow(
+      /already run one row of a group at a time; remove concurrency/,
+    );
+    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, createTableSpec(lease), 'postgres', 'emails')).toThrow(
+      /declare partitionKey in defineTable or remove perKey/,
+    );
+  });
+});

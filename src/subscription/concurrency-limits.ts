@@ -1,0 +1,89 @@
+import type { ConcurrencyLimits } from '../claim/form-context.js';
+import { createConcurrencyStatements } from '../dialect/concurrency-statements.js';
+import type { Dialect } from '../dialect/dialect.js';
+import type { Driver } from '../driver/driver.js';
+import { DeclarationError, UnsupportedError } from '../errors.js';
+import type { TableSpec } from '../table/table-spec.js';
+
+/** The subscribe option `concurrency`. */
+export interface ConcurrencyOption {
+  /** Rows of the queue in work at once across every broker and process. */
+  readonly global?: number;
+  /** Rows of one partition key in work at once across every broker and process (1: one at a time per key). */
+  readonly perKey?: number;
+}
+
+/**
+ * A limit above this is no limit a person means: it is a hundred subscriptions of the most
+ * workers each, and a count that never reaches it still costs its statement on every claim.
+ */
+export const MAX_CONCURRENCY_LIMIT = 100_000;
+
+const KEYS = new Set(['global', 'perKey']);
+
+export function resolveConcurrency(value: ConcurrencyOption | undefined, where: string): ConcurrencyLimits | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new DeclarationError(`${where}: concurrency must be an object such as { global: 5 } or { perKey: 1 }`);
+  }
+  for (const key of Object.keys(value)) {
+    if (!KEYS.has(key)) throw new DeclarationError(`${where}: unknown concurrency option "${key}"; the options are global and perKey`);
+  }
+  const limit = (name: 'global' | 'perKey') => {
+    const n = value[name];
+    if (n === undefined) return undefined;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CONCURRENCY_LIMIT) {
+      throw new DeclarationError(
+        `${where}: concurrency.${name} must be a whole number of rows from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${String(n)}`,
+      );
+    }
+    return n;
+  };
+  const limits = { global: limit('global'), perKey: limit('perKey') };
+  if (limits.global === undefined && limits.perKey === undefined) {
+    throw new DeclarationError(`${where}: concurrency needs global, perKey or both (for example { global: 5 })`);
+  }
+  return Object.freeze(limits);
+}
+
+/**
+ * At open, against the table: the limits count live leases, so they need the lease form; a FIFO
+ * group already runs one row at a time; perKey counts by the partition key column.
+ */
+export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec, database: string, subscription: string): void {
+  const where = `subscription "${subscription}"`;
+  if (spec.form !== 'lease') {
+    const form = spec.form === 'rowLock' ? 'row lock' : 'advisory lock';
+    throw new UnsupportedError({
+      database,
+      feature: `concurrency limits in the ${form} form`,
+      message: `${where}: concurrency limits count the queue's live leases, so they need the lease form; table "${spec.qualifiedName}" uses the ${form} form: declare a lockedUntil column (lease form) or remove concurrency`,
+    });
+  }
+  if (spec.group?.fifo === true) {
+    throw new DeclarationError(
+      `${where}: table "${spec.qualifiedName}" has FIFO groups, which already run one row of a group at a time; remove concurrency`,
+    );
+  }
+  if (limits.perKey !== undefined && spec.partitionKey === undefined) {
+    throw new DeclarationError(
+      `${where}: concurrency.perKey counts rows in work by partition key; declare partitionKey in defineTable or remove perKey`,
+    );
+  }
+}
+
+/**
+ * Creates the guard rows' table where the database needs one (MySQL, MariaDB). Two brokers
+ * starting at once can collide on `CREATE TABLE IF NOT EXISTS`, so a failure is tried once more,
+ * when the table is there and the statement does nothing (as the heartbeat table's).
+ */
+export async function ensureConcurrencyGuards(driver: Driver, dialect: Dialect, spec: TableSpec): Promise<void> {
+  const sql = createConcurrencyStatements(dialect.name).createGuardTable(spec);
+  if (sql === undefined) return;
+  const create = { name: 'concurrency.createGuardTable', sql, values: [] };
+  try {
+    await driver.execute(create);
+  } catch {
+    await driver.execute(create);
+  }
+}
