@@ -138,7 +138,7 @@ export function retentionSuite(context: SuiteContext): void {
     it('two brokers retaining one table: one prunes at a time, through the maintenance lease', async () => {
       const table = jobsTable({ form: 'lease', mark: true });
       await createTable(stand, context.db, table);
-      const options = { processedForMs: HOUR_MS, batchSize: 50, pauseMs: 150, intervalMs: 100 };
+      const options = { processedForMs: HOUR_MS, batchSize: 50, pauseMs: 300, intervalMs: 100 };
       const [first, second] = [createBroker(context.db, context.brokers), createBroker(context.db, context.brokers)];
       first.retain(table, options);
       second.retain(table, options);
@@ -150,7 +150,7 @@ export function retentionSuite(context: SuiteContext): void {
       await filler.start();
       await fill(context, filler, table, { oldProcessed: 600, recentProcessed: 10, oldDeadLetters: 0, recentDeadLetters: 0, oldWaiting: 0 });
 
-      // The first holds the lease through twelve batches 150 ms apart; the second starts meanwhile.
+      // The first holds the lease through twelve batches 300 ms apart (3.3 s); the second starts meanwhile.
       await first.start();
       await hooks[0]!.batchDeleted.next({ what: "the first broker's first batch" });
       await second.start();
