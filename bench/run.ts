@@ -10,6 +10,7 @@ import { BENCH_FORMS } from './partitioning/bench-table.js';
 import { runPartitioningBenchmark, type PartitioningSettings } from './partitioning/partitioning-benchmark.js';
 import { formatPartitioningTable } from './partitioning/partitioning-report.js';
 import { runRetentionCommand } from './retention/retention-benchmark.js';
+import { runEventsCommand } from './events/events-benchmark.js';
 import { REPORT_USAGE, runReportCommand } from './suite/report-command.js';
 import { runSuiteCommand, SUITE_USAGE } from './suite/suite-command.js';
 
@@ -37,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'latency') return runLatencyCommand(argv);
   if (argv[0] === 'report') return runReportCommand(argv);
   if (argv[0] === 'retention') return runRetentionCommand(argv);
+  if (argv[0] === 'events') return runEventsCommand(argv);
   if (argv[0] !== 'partitioning') return runSuiteCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
