@@ -186,6 +186,23 @@ export function dashboardSuite(context: SuiteContext): void {
       expect(await countRows(db, 'jobs', "queue = 'emails'")).toBe(7);
     });
 
+    it('pauses and resumes a queue from the page with --allow-actions; the read-only page offers no control', async () => {
+      const { page } = browser;
+      const row = '[data-table="jobs"] tr[data-queue="emails"]';
+      await page.goto(readOnly.url);
+      await page.locator(row).waitFor();
+      expect(await page.locator('button[data-action="pause"], button[data-action="resume"]').count()).toBe(0);
+
+      await page.goto(withActions.url);
+      await page.locator(`${row} button[data-action="pause"]`).click();
+      await page.locator(`${row} [data-paused]`).waitFor();
+      expect(await broker.isPaused(table.queue('emails'))).toBe(true);
+      await page.locator(`${row} button[data-action="resume"]`).click();
+      await page.locator(`${row} button[data-action="pause"]`).waitFor();
+      expect(await page.locator(`${row} [data-paused]`).count()).toBe(0);
+      expect(await broker.isPaused(table.queue('emails'))).toBe(false);
+    });
+
     it('asks before "requeue all", stating how many dead letters would move', async () => {
       const { page } = browser;
       await page.goto(withActions.url);

@@ -64,6 +64,7 @@ export const DASHBOARD_FLAGS = {
   table: { type: 'string', multiple: true },
   'heartbeat-table': { type: 'string' },
   'schedules-table': { type: 'string' },
+  'queue-controls-table': { type: 'string' },
   'allow-actions': { type: 'boolean' },
   port: { type: 'string' },
   host: { type: 'string' },

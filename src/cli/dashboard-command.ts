@@ -7,6 +7,7 @@ import {
 } from '../dashboard/dashboard.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
 import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
+import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { checkAllowedHosts } from '../internal/host-allow-list.js';
 import { DASHBOARD_FLAGS } from './command-flags.js';
 import { DATABASE_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
@@ -29,7 +30,8 @@ ${DATABASE_FLAGS_HELP}
                             tablequeue stats --help
   --heartbeat-table NAME    where brokers report (default ${DEFAULT_HEARTBEAT_TABLE})
   --schedules-table NAME    where brokers keep their schedules, shown when it exists (default ${DEFAULT_SCHEDULES_TABLE})
-  --allow-actions           let the page requeue dead letters (otherwise POST answers 403)
+  --queue-controls-table NAME  where pauses are kept (default ${DEFAULT_QUEUE_CONTROLS_TABLE}, the brokers' queueControlsTable)
+  --allow-actions           let the page requeue dead letters and pause and resume queues (otherwise POST answers 403)
   --port N                  default ${DEFAULT_DASHBOARD_PORT}; 0 picks a free port
   --host ADDRESS            default ${DEFAULT_DASHBOARD_HOST}: only this machine can open the page;
                             any other address lets the network in, with no login
@@ -70,6 +72,7 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
     ...(columns === undefined ? {} : { columns }),
     ...(values['heartbeat-table'] === undefined ? {} : { heartbeatTable: values['heartbeat-table'] }),
     ...(values['schedules-table'] === undefined ? {} : { schedulesTable: values['schedules-table'] }),
+    ...(values['queue-controls-table'] === undefined ? {} : { queueControlsTable: values['queue-controls-table'] }),
     allowActions: values['allow-actions'] ?? false,
     host: values.host ?? DEFAULT_DASHBOARD_HOST,
     allowedHosts,

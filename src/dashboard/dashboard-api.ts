@@ -12,6 +12,8 @@ export interface DashboardConfig {
   readonly tables: readonly string[];
   readonly heartbeatTable: string;
   readonly schedulesTable: string;
+  /** Where pauses are kept (the brokers' queueControlsTable). */
+  readonly queueControlsTable: string;
   /** For the page's header: `postgres at 127.0.0.1:5432`. */
   readonly database: string;
 }
@@ -32,6 +34,16 @@ export interface QueueTableView {
   readonly error: string | null;
   /** Live brokers reading the table and the groups with ready rows none of them reads; null when the heartbeats cannot tell. */
   readonly readers: { readonly brokers: number; readonly unreadGroups: readonly string[] } | null;
+  /** What an operator paused (`tablequeue pause`, the page): null when the queue controls table cannot be read. */
+  readonly paused: PausedView | null;
+}
+
+/** The paused queues of one table. */
+export interface PausedView {
+  /** Every queue of the table (and a table without groups) is paused. */
+  readonly wholeTable: boolean;
+  /** Groups paused one by one. */
+  readonly groups: readonly string[];
 }
 
 /** One group's counts (`GroupCounts`) as the page shows them. */
@@ -147,6 +159,18 @@ export interface RequeueRequest {
 /** `POST /api/requeue`'s answer. */
 export interface RequeueAnswer {
   readonly moved: number;
+}
+
+/** `POST /api/pause`'s body: pause or resume one group of a table, or the whole table (`group` null). */
+export interface PauseRequest {
+  readonly table: string;
+  readonly group: string | null;
+  readonly paused: boolean;
+}
+
+/** `POST /api/pause`'s answer: whether that queue is paused now (a group stays paused while its whole table is). */
+export interface PauseAnswer {
+  readonly paused: boolean;
 }
 
 /** What every endpoint answers with a status other than 200. */

@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeclarationError } from '../errors.js';
-import type { RequeueRequest } from './dashboard-api.js';
+import type { PauseRequest, RequeueRequest } from './dashboard-api.js';
 import {
   DASHBOARD_HEADERS_TIMEOUT_MS,
   DASHBOARD_MAX_CONNECTIONS,
@@ -33,7 +33,7 @@ function send(url: string, options: { method?: string; headers?: Record<string, 
   });
 }
 
-function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardData {
+function dataOf(allowActions: boolean, requeues: RequeueRequest[], pauses: PauseRequest[] = []): DashboardData {
   return {
     config: {
       allowActions,
@@ -41,6 +41,7 @@ function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardDat
       tables: ['jobs'],
       heartbeatTable: 'tablequeue_brokers',
       schedulesTable: 'tablequeue_schedules',
+      queueControlsTable: 'tablequeue_queue_controls',
       database: 'sqlite in memory',
     },
     queues: () => [
@@ -52,6 +53,7 @@ function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardDat
         readAt: 0,
         error: null,
         readers: null,
+        paused: { wholeTable: false, groups: ['emails'] },
       },
     ],
     throughput: () => [{ at: 0, depth: 6, drainedPerSecond: 0 }],
@@ -62,6 +64,10 @@ function dataOf(allowActions: boolean, requeues: RequeueRequest[]): DashboardDat
       if (requeue.toGroup === undefined) return Promise.reject(new DeclarationError('name the group to move them to'));
       requeues.push(requeue);
       return Promise.resolve(requeue.ids?.length ?? 2);
+    },
+    pause: (pause) => {
+      pauses.push(pause);
+      return Promise.resolve(pause.paused);
     },
   };
 }
@@ -109,6 +115,38 @@ describe('dashboard server', () => {
     expect(JSON.parse(deadLetters!.body).tables[0].location).toBe('group:dead');
     expect(JSON.parse(brokers!.body).problem).toBeNull();
     expect(JSON.parse(schedules!.body)).toEqual({ table: 'tablequeue_schedules', schedules: [], problem: null });
+  });
+
+  it('pauses and resumes only with --allow-actions, from a JSON body of its own page', async () => {
+    const pauses: PauseRequest[] = [];
+    const [readOnlyPauses, actions] = await Promise.all([
+      startDashboardServer({ host: '127.0.0.1', port: 0, data: dataOf(false, [], pauses) }),
+      startDashboardServer({ host: '127.0.0.1', port: 0, data: dataOf(true, [], pauses) }),
+    ]);
+    try {
+      const body = JSON.stringify({ table: 'jobs', group: 'emails', paused: true });
+      const refused = await send(`${readOnlyPauses.url}api/pause`, { ...JSON_POST, body });
+      expect(refused.status).toBe(403);
+      expect(JSON.parse(refused.body).error).toMatch(/--allow-actions to pause and resume/);
+      const paused = await send(`${actions.url}api/pause`, { ...JSON_POST, body });
+      expect([paused.status, JSON.parse(paused.body)]).toEqual([200, { paused: true }]);
+      const resumed = await send(`${actions.url}api/pause`, { ...JSON_POST, body: JSON.stringify({ table: 'jobs', group: null, paused: false }) });
+      expect([resumed.status, JSON.parse(resumed.body)]).toEqual([200, { paused: false }]);
+      const form = await send(`${actions.url}api/pause`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body });
+      expect(form.status).toBe(415);
+      const foreign = await send(`${actions.url}api/pause`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body });
+      expect(foreign.status).toBe(403);
+      const malformed = await send(`${actions.url}api/pause`, { ...JSON_POST, body: JSON.stringify({ table: 'jobs', group: '', paused: 'yes' }) });
+      expect(malformed.status).toBe(400);
+      expect(pauses).toEqual([
+        { table: 'jobs', group: 'emails', paused: true },
+        { table: 'jobs', group: null, paused: false },
+      ]);
+      const queues = await send(`${actions.url}api/queues`);
+      expect(JSON.parse(queues.body).tables[0].paused).toEqual({ wholeTable: false, groups: ['emails'] });
+    } finally {
+      await Promise.all([readOnlyPauses.close(), actions.close()]);
+    }
   });
 
   it('refuses a requeue with 403 when read-only', async () => {

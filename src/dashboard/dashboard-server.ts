@@ -10,6 +10,9 @@ import type {
   DeadLettersBody,
   DeadLetterTableView,
   ErrorAnswer,
+  PauseAnswer,
+  PauseRequest,
+  PausedView,
   QueuesBody,
   RequeueAnswer,
   RequeueRequest,
@@ -29,13 +32,15 @@ import type { TableSnapshot } from './queue-sampler.js';
  */
 export interface DashboardData {
   readonly config: DashboardConfig;
-  queues(): readonly TableSnapshot[];
+  queues(): readonly (TableSnapshot & { readonly paused: PausedView | null })[];
   throughput(): readonly ThroughputPoint[];
   deadLetters(): readonly DeadLetterTableView[];
   brokers(): BrokerList;
   schedules(): ScheduleList;
   /** Moves dead letters back; returns how many moved. A `DeclarationError` is the caller's to fix (400). */
   requeue(request: RequeueRequest): Promise<number>;
+  /** Pauses or resumes a queue; returns whether it is paused now. A `DeclarationError` is the caller's to fix (400). */
+  pause(request: PauseRequest): Promise<boolean>;
 }
 
 export interface DashboardServerOptions {
@@ -185,6 +190,10 @@ async function handle(
     sendJson(response, 200, { moved: await requeue(request, data) } satisfies RequeueAnswer);
     return;
   }
+  if (request.method === 'POST' && path === '/api/pause') {
+    sendJson(response, 200, { paused: await pause(request, data) } satisfies PauseAnswer);
+    return;
+  }
   if (request.method !== 'GET' && request.method !== 'HEAD') {
     throw new HttpError(405, `${request.method ?? 'this method'} is not allowed on ${path}`);
   }
@@ -234,6 +243,31 @@ async function requeue(request: IncomingMessage, data: DashboardData): Promise<n
     throw new HttpError(415, 'send the requeue as application/json');
   }
   return data.requeue(parseRequeue(await readBody(request)));
+}
+
+/** Gated as a requeue is: only with `--allow-actions`, and only a JSON body. */
+async function pause(request: IncomingMessage, data: DashboardData): Promise<boolean> {
+  if (!data.config.allowActions) {
+    throw new HttpError(403, 'the dashboard is read-only; start it with --allow-actions to pause and resume queues');
+  }
+  if (!(request.headers['content-type'] ?? '').startsWith('application/json')) {
+    throw new HttpError(415, 'send the pause as application/json');
+  }
+  return data.pause(parsePause(await readBody(request)));
+}
+
+function parsePause(text: string): PauseRequest {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'the pause body is not JSON');
+  }
+  const { table, group, paused } = (body ?? {}) as Record<string, unknown>;
+  if (typeof table !== 'string' || !(group === null || (typeof group === 'string' && group !== '')) || typeof paused !== 'boolean') {
+    throw new HttpError(400, 'the pause body must be { table, group, paused }: the table, a group or null for the whole table, and true or false');
+  }
+  return { table, group, paused };
 }
 
 function parseRequeue(text: string): RequeueRequest {

@@ -42,6 +42,7 @@ td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
 td.zero { color: #b3bac6; }
 .pill { font-size: 12px; padding: 1px 8px; border-radius: 10px; background: #eef1f5; color: var(--muted); }
 .pill[data-alert] { background: #fbeaea; color: var(--bad); }
+.pill[data-paused] { background: #fdf3dc; color: #8a5a00; }
 .error { color: var(--bad); }
 .nowrap { white-space: nowrap; }
 .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; word-break: break-all; }

@@ -2,6 +2,8 @@ import type { DeadLetterLocation, PeekedRow } from '../admin/inspection.js';
 import { openQueueInspector, type InspectorColumnNames } from '../admin/open-queue-inspector.js';
 import { ScheduleListing } from '../admin/schedule-listing.js';
 import { openDialect } from '../broker/open-dialect.js';
+import { QueueControls, type PausedQueue } from '../broker/queue-controls.js';
+import { DEFAULT_QUEUE_CONTROLS_TABLE, WHOLE_TABLE_QUEUE_NAME } from '../dialect/queue-control-statements.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
 import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { createDriver } from '../driver/create-driver.js';
@@ -12,7 +14,7 @@ import { MAX_TIMER_MS } from '../option-checks.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import { BrokerDirectory } from './broker-directory.js';
 import { BrokerDrainRate } from './broker-drain-rate.js';
-import type { DeadLetterTableView, DeadLetterView, RequeueRequest } from './dashboard-api.js';
+import type { DeadLetterTableView, DeadLetterView, PausedView, PauseRequest, RequeueRequest } from './dashboard-api.js';
 import { startDashboardServer, type DashboardData, type RunningDashboard } from './dashboard-server.js';
 import { QueueSampler, type DeadLetterSample, type WatchedTable } from './queue-sampler.js';
 
@@ -31,7 +33,9 @@ export interface DashboardOptions {
   readonly heartbeatTable?: string;
   /** The brokers' schedules table, shown when it exists. Default `tablequeue_schedules`. */
   readonly schedulesTable?: string;
-  /** Whether `POST /api/requeue` may change anything; otherwise it answers 403. Default false. */
+  /** Where pauses are kept (the brokers' queueControlsTable). Default `tablequeue_queue_controls`. */
+  readonly queueControlsTable?: string;
+  /** Whether `POST /api/requeue` and `POST /api/pause` may change anything; otherwise they answer 403. Default false. */
   readonly allowActions?: boolean;
   /** Default 127.0.0.1: only this machine can open the page. */
   readonly host?: string;
@@ -90,6 +94,8 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
     const directory = new BrokerDirectory({ driver, database: dialect.name, table: heartbeatTable });
     const schedulesTable = options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE;
     const scheduleListing = new ScheduleListing({ driver, database: dialect.name, table: schedulesTable });
+    const queueControlsTable = options.queueControlsTable ?? DEFAULT_QUEUE_CONTROLS_TABLE;
+    const controls = new QueueControls({ driver, database: dialect.name, table: queueControlsTable, notify: dialect.notify });
     const tables = await openTables(driver, options, closing);
     const drainRate = new BrokerDrainRate(tables.map((watched) => watched.table));
     const sampler = new QueueSampler({
@@ -100,6 +106,8 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
       deadLettersPerTable: DEAD_LETTERS_SHOWN,
       readBrokers: () => directory.list(),
       readSchedules: () => scheduleListing.list(),
+      // Missing until someone pauses a queue or a broker with subscriptions starts: nothing paused to show.
+      readPaused: () => controls.listPaused().catch(() => null),
       drainRateOf: (brokers, readAt) => drainRate.update(brokers, readAt),
     });
     await sampler.start();
@@ -111,9 +119,13 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
         tables: tables.map((watched) => watched.table),
         heartbeatTable,
         schedulesTable,
+        queueControlsTable,
         database: driver.description,
       },
-      queues: () => sampler.snapshots(),
+      queues: () => {
+        const paused = sampler.paused();
+        return sampler.snapshots().map((snapshot) => ({ ...snapshot, paused: pausedViewOf(paused, snapshot.table) }));
+      },
       throughput: () => sampler.history(),
       deadLetters: () => {
         const counts = new Map(sampler.snapshots().map((snapshot) => [snapshot.table, snapshot.deadLettered]));
@@ -126,6 +138,11 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
         const moved = await requeueIn(tables, request);
         await sampler.refresh();
         return moved;
+      },
+      pause: async (request) => {
+        const paused = await pauseIn(tables, controls, request);
+        await sampler.refresh();
+        return paused;
       },
     };
     const server: RunningDashboard = await startDashboardServer({
@@ -179,6 +196,25 @@ async function requeueIn(tables: readonly WatchedTable[], request: RequeueReques
     ...(request.ids === undefined ? {} : { ids: request.ids }),
     ...(request.toGroup === undefined ? {} : { toGroup: request.toGroup }),
   });
+}
+
+/**
+ * The row of the controls table a request names: the table as the dashboard shows it, which is
+ * its qualified name as the code declares it when the dashboard is given the same name.
+ */
+async function pauseIn(tables: readonly WatchedTable[], controls: QueueControls, request: PauseRequest): Promise<boolean> {
+  if (!tables.some((candidate) => candidate.table === request.table)) {
+    throw new DeclarationError(`the dashboard shows no table "${request.table}"; it shows ${tables.map((table) => table.table).join(', ')}`);
+  }
+  const key = { queueTable: request.table, queueName: request.group ?? WHOLE_TABLE_QUEUE_NAME };
+  await (request.paused ? controls.pause(key) : controls.resume(key));
+  return controls.isPaused(key);
+}
+
+function pausedViewOf(paused: readonly PausedQueue[] | null, table: string): PausedView | null {
+  if (paused === null) return null;
+  const names = paused.filter((queue) => queue.queueTable === table).map((queue) => queue.queueName);
+  return { wholeTable: names.includes(WHOLE_TABLE_QUEUE_NAME), groups: names.filter((name) => name !== WHOLE_TABLE_QUEUE_NAME) };
 }
 
 function locationText(location: DeadLetterLocation): string {

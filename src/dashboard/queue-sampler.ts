@@ -1,5 +1,6 @@
 import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from '../admin/inspection.js';
 import type { ScheduleList } from '../admin/schedule-listing.js';
+import type { PausedQueue } from '../broker/queue-controls.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import type { BrokerList } from './broker-directory.js';
@@ -48,6 +49,8 @@ export interface QueueSamplerOptions {
   readonly readBrokers?: () => Promise<BrokerList>;
   /** The schedules table, read once a round. */
   readonly readSchedules?: () => Promise<ScheduleList>;
+  /** The paused queues of every table, read once a round; null when the queue controls table cannot be read. */
+  readonly readPaused?: () => Promise<readonly PausedQueue[] | null>;
   /**
    * Rows per second the brokers of a fresh list (read at `readAt`) finish on these tables (see
    * `BrokerDrainRate`); the chart shows the larger of it and the rate the inspections tell.
@@ -76,6 +79,7 @@ export class QueueSampler {
   readonly #deadLetters = new Map<string, DeadLetterSample>();
   #brokers: BrokerList | null = null;
   #schedules: ScheduleList | null = null;
+  #paused: readonly PausedQueue[] | null = null;
   readonly #previous = new Map<string, TableTotals>();
   readonly #history: ThroughputPoint[] = [];
   /** Per table, every group seen since start: a queue that drains empty stays listed with zeros. */
@@ -135,6 +139,11 @@ export class QueueSampler {
     return this.#brokers;
   }
 
+  /** Null until a round read the queue controls table, when it cannot be read, or without `readPaused`. */
+  paused(): readonly PausedQueue[] | null {
+    return this.#paused;
+  }
+
   /** Null until a round read the schedules table, or without `readSchedules`. */
   schedules(): ScheduleList | null {
     return this.#schedules;
@@ -161,6 +170,7 @@ export class QueueSampler {
   async #sample(): Promise<void> {
     const brokerRate = this.#readBrokers().catch(() => 0);
     const scheduleRead = this.#readSchedules().catch((error: unknown) => this.#options.onError(error, 'schedules'));
+    const pausedRead = this.#options.readPaused?.().then((paused) => (this.#paused = paused));
     const deadLetterReads = Promise.all(this.#options.tables.map((watched) => this.#readDeadLetters(watched)));
     const reads = await Promise.all(
       this.#options.tables.map(async (watched) => {
@@ -199,6 +209,7 @@ export class QueueSampler {
     }
     for (const sample of await deadLetterReads) this.#deadLetters.set(sample.table, sample);
     await scheduleRead;
+    await pausedRead;
     if (!isComplete) return;
     const drained = Math.max(drainedPerSecond, reportedPerSecond);
     this.#history.push({ at, depth, drainedPerSecond: Math.round(drained * 10) / 10 });

@@ -13,6 +13,8 @@ import type {
   DashboardConfig,
   DeadLettersBody,
   ErrorAnswer,
+  PauseAnswer,
+  PauseRequest,
   QueuesBody,
   QueueTableView,
   RequeueAnswer,
@@ -152,11 +154,51 @@ function unreadPill(brokers: number): HTMLSpanElement {
   );
 }
 
-function queueCard(table: QueueTableView): HTMLDivElement {
+function pausedPill(what: string): HTMLSpanElement {
+  return el('span', { class: 'pill', 'data-paused': true, title: `${what}: no broker claims its rows until it is resumed; publishing goes on` }, 'paused');
+}
+
+/**
+ * Pause or resume one group, or the whole table (`group` null). Offered only with actions allowed;
+ * the server checks that again.
+ */
+function pauseButton(config: DashboardConfig, table: string, group: string | null, isPaused: boolean): HTMLButtonElement | null {
+  if (!config.allowActions) return null;
+  const what = group === null ? `every queue of ${table}` : `${table}/${group}`;
+  const button = el(
+    'button',
+    { type: 'button', 'data-action': isPaused ? 'resume' : 'pause', title: isPaused ? `let the brokers claim ${what} again` : `stop every broker claiming ${what}` },
+    isPaused ? 'resume' : 'pause',
+  );
+  button.addEventListener('click', () => void pause(config, { table, group, paused: !isPaused }));
+  return button;
+}
+
+async function pause(config: DashboardConfig, request: PauseRequest): Promise<void> {
+  try {
+    const response = await fetch('/api/pause', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(request),
+    });
+    const { paused } = await answerOf<PauseAnswer>(response, 'pause');
+    const what = request.group === null ? `every queue of ${request.table}` : `${request.table}/${request.group}`;
+    showNotice(`${what} ${paused ? 'paused' : 'resumed'}${!request.paused && paused ? ' (its whole table is still paused)' : ''}`);
+    void refresh(config);
+  } catch (error) {
+    showNotice(messageOf(error));
+  }
+}
+
+function queueCard(table: QueueTableView, config: DashboardConfig): HTMLDivElement {
   const dead = el('span', { class: 'pill', 'data-dead-count': table.deadLettered, 'data-alert': table.deadLettered > 0 }, `dead letters ${count(table.deadLettered)}`);
+  const { paused } = table;
+  const isTablePaused = paused !== null && paused.wholeTable;
   const head = el('div', { class: 'card-head' }, [
     el('h3', null, table.table),
     table.deadLetter ? dead : null,
+    isTablePaused ? pausedPill(`every queue of ${table.table}`) : null,
+    paused === null ? null : pauseButton(config, table.table, null, isTablePaused),
     table.error ? el('span', { class: 'error' }, table.error) : null,
   ]);
   // Rows moved into a dead-letter group lose the group they came from; a dead-letter table keeps it.
@@ -164,8 +206,12 @@ function queueCard(table: QueueTableView): HTMLDivElement {
   const { readers } = table;
   const rows = table.groups.map((group) => {
     const pill = readers !== null && group.group !== null && readers.unreadGroups.includes(group.group) ? unreadPill(readers.brokers) : null;
-    return el('tr', { 'data-queue': group.group === null ? '' : group.group }, [
-      el('td', null, [group.group === null ? '(whole table)' : group.group, pill ? ' ' : null, pill]),
+    const isGroupPaused = paused !== null && group.group !== null && paused.groups.includes(group.group);
+    const pausedMark = isGroupPaused ? pausedPill(`${table.table}/${group.group ?? ''}`) : null;
+    // A table without groups pauses as a whole, from the card's head.
+    const action = paused === null || group.group === null ? null : pauseButton(config, table.table, group.group, isGroupPaused);
+    return el('tr', { 'data-queue': group.group === null ? '' : group.group, 'data-paused': isGroupPaused || isTablePaused }, [
+      el('td', null, [group.group === null ? '(whole table)' : group.group, pill ? ' ' : null, pill, pausedMark ? ' ' : null, pausedMark, action ? ' ' : null, action]),
       numberCell(group.ready, 'ready'),
       numberCell(group.delayed, 'delayed'),
       numberCell(group.inWork, 'inWork'),
@@ -196,7 +242,7 @@ function queueCard(table: QueueTableView): HTMLDivElement {
   return el('div', { class: 'card', 'data-table': table.table }, [head, grid]);
 }
 
-function renderQueues(body: QueuesBody): void {
+function renderQueues(body: QueuesBody, config: DashboardConfig): void {
   latestGroups.clear();
   for (const table of body.tables) {
     latestGroups.set(
@@ -204,7 +250,7 @@ function renderQueues(body: QueuesBody): void {
       table.groups.flatMap((group) => (group.group === null ? [] : [group.group])),
     );
   }
-  const cards = body.tables.map(queueCard);
+  const cards = body.tables.map((table) => queueCard(table, config));
   replace('queues', cards.length === 0 ? el('p', { class: 'empty' }, 'no tables: start the dashboard with --table NAME') : cards);
 }
 
@@ -567,7 +613,7 @@ async function refresh(config: DashboardConfig): Promise<void> {
       getJson<BrokersBody>('/api/brokers'),
       getJson<SchedulesBody>('/api/schedules'),
     ]);
-    renderQueues(queues);
+    renderQueues(queues, config);
     renderThroughput(throughput);
     renderDeadLetters(deadLetters, config);
     renderBrokers(brokers);
@@ -593,8 +639,8 @@ async function start(): Promise<void> {
     mode.textContent = config.allowActions ? 'actions allowed' : 'read-only';
     mode.setAttribute('data-mode', config.allowActions ? 'actions' : 'read-only');
     byId('action-note').textContent = config.allowActions
-      ? 'requeue moves dead letters back to their queue with the attempt count reset'
-      : 'read-only: start the dashboard with --allow-actions to requeue dead letters';
+      ? 'requeue moves dead letters back to their queue with the attempt count reset; pause stops every broker claiming a queue until resume'
+      : 'read-only: start the dashboard with --allow-actions to requeue dead letters and pause queues';
     void poll(config);
   } catch (error) {
     setStatus('failed', messageOf(error));
