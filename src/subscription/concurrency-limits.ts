@@ -3,6 +3,7 @@ import { createConcurrencyStatements } from '../dialect/concurrency-statements.j
 import type { Dialect } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
 import { DeclarationError, UnsupportedError } from '../errors.js';
+import { bindStatement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 
 /** The subscribe option `concurrency`. */
@@ -73,17 +74,31 @@ export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec,
 }
 
 /**
- * Creates the guard rows' table where the database needs one (MySQL, MariaDB). Two brokers
- * starting at once can collide on `CREATE TABLE IF NOT EXISTS`, so a failure is tried once more,
- * when the table is there and the statement does nothing (as the heartbeat table's).
+ * Creates the guard rows' table where the database needs one (MySQL, MariaDB), and the queue's
+ * row in it. Two brokers starting at once can collide on `CREATE TABLE IF NOT EXISTS`, so a
+ * failure is tried once more, when the table is there and the statement does nothing (as the
+ * heartbeat table's). The row is written here, on its own (and tried again the same way), because
+ * two claims inserting the same missing row at once can deadlock in InnoDB; afterwards every
+ * claim's upsert finds it.
  */
-export async function ensureConcurrencyGuards(driver: Driver, dialect: Dialect, spec: TableSpec): Promise<void> {
-  const sql = createConcurrencyStatements(dialect.name).createGuardTable(spec);
-  if (sql === undefined) return;
-  const create = { name: 'concurrency.createGuardTable', sql, values: [] };
+export async function ensureConcurrencyGuards(
+  driver: Driver,
+  dialect: Dialect,
+  spec: TableSpec,
+  group: string | undefined,
+): Promise<void> {
+  const statements = createConcurrencyStatements(dialect.name);
+  const sql = statements.createGuardTable(spec);
+  const guard = statements.guard(spec);
+  if (sql === undefined || guard === undefined) return;
+  await onceMoreAfterFailure(() => driver.execute({ name: 'concurrency.createGuardTable', sql, values: [] }));
+  await onceMoreAfterFailure(() => driver.execute(bindStatement(guard, { group })));
+}
+
+async function onceMoreAfterFailure(run: () => Promise<unknown>): Promise<void> {
   try {
-    await driver.execute(create);
+    await run();
   } catch {
-    await driver.execute(create);
+    await run();
   }
 }

@@ -165,7 +165,7 @@ export class Subscription {
     const { concurrency } = this.#options;
     if (concurrency !== undefined) {
       checkConcurrencyFits(concurrency, spec, dialect.name, this.name);
-      await ensureConcurrencyGuards(driver, dialect, spec);
+      await ensureConcurrencyGuards(driver, dialect, spec, this.queue.group);
     }
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
