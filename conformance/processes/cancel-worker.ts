@@ -2,8 +2,8 @@
  * A broker in a process of its own whose handler works until its signal aborts, for cancels of
  * a message in work from another process. Configured by one JSON argument; prints `ready` once
  * started, then `event handling <id>` as a handler begins, `event aborted <id> <code>` when its
- * signal aborts (the reason's error code), and `event settled <id> cancelled=<n>` once the
- * delivery settled, with the subscription's cancelled count. Stops gracefully on SIGTERM.
+ * signal aborts (the reason's error code), and `event settled <id> cancelled=<n> leasesLost=<m>`
+ * once the delivery settled, with the subscription's counts. Stops gracefully on SIGTERM.
  */
 import { testHooksOf } from '../../src/broker/broker.js';
 import { Broker, defineTable, QueueError, type TableDeclaration } from '../../src/index.js';
@@ -13,11 +13,13 @@ interface CancelWorkerConfig {
   table: TableDeclaration;
   queue: string;
   leaseMs: number;
+  /** How often the broker polls, and so reads the cancellations of its messages in work. */
+  pollIntervalMs: number;
 }
 
 const config = JSON.parse(process.argv[2]!) as CancelWorkerConfig;
 const queue = defineTable(config.table).queue(config.queue);
-const broker = new Broker({ database: config.database, pollIntervalMs: 50, leaseMs: config.leaseMs, stopTimeoutMs: 2_000 });
+const broker = new Broker({ database: config.database, pollIntervalMs: config.pollIntervalMs, leaseMs: config.leaseMs, stopTimeoutMs: 2_000 });
 broker.on('error', (error) => process.stderr.write(`error: ${error.message}\n`));
 broker.subscribe(queue, async (message, context) => {
   process.stdout.write(`event handling ${message.id}\n`);
@@ -35,5 +37,5 @@ process.stdout.write('ready\n');
 for (;;) {
   const id = await settled.next({ timeoutMs: 120_000, what: 'a settlement' });
   const stats = broker.stats().subscriptions.find((subscription) => subscription.queue === queue.label);
-  process.stdout.write(`event settled ${id} cancelled=${stats?.cancelled ?? 0}\n`);
+  process.stdout.write(`event settled ${id} cancelled=${stats?.cancelled ?? 0} leasesLost=${stats?.leasesLost ?? 0}\n`);
 }

@@ -70,8 +70,12 @@ export class MessageCanceller {
     this.#isTableCreated = true;
   }
 
-  async cancel(queue: Queue<unknown>, id: string): Promise<CancelResult> {
-    const spec = queue.table.spec;
+  cancel(queue: Queue<unknown>, id: string): Promise<CancelResult> {
+    return this.cancelIn(queue.table.spec, queue.group, id);
+  }
+
+  /** `cancel` by the table's roles and the queue's group (undefined on a table without groups): the CLI's. */
+  async cancelIn(spec: TableSpec, group: string | undefined, id: string): Promise<CancelResult> {
     if (spec.form === 'advisory') {
       throw new UnsupportedError({
         database: this.#options.dialect.name,
@@ -83,7 +87,7 @@ export class MessageCanceller {
     const now = new Date();
     const values: ParamValues = {
       id,
-      group: queue.group,
+      group,
       now,
       leaseNow: now,
       [`column:${CANCELLATION_COLUMNS.queueTable}`]: spec.qualifiedName,

@@ -81,6 +81,13 @@ export const PAUSE_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+export const CANCEL_FLAGS = {
+  ...INSPECTOR_FLAGS,
+  queue: { type: 'string' },
+  id: { type: 'string' },
+  'cancellations-table': { type: 'string' },
+} as const;
+
 export const SCHEDULES_FLAGS = {
   ...DATABASE_FLAGS,
   'schedules-table': { type: 'string' },
@@ -107,5 +114,6 @@ export const COMMAND_FLAGS = {
   schedules: SCHEDULES_FLAGS,
   pause: PAUSE_FLAGS,
   resume: PAUSE_FLAGS,
+  cancel: CANCEL_FLAGS,
   demo: DEMO_FLAGS,
 } as const;

@@ -1,5 +1,6 @@
 import type { CliIo } from './cli-io.js';
 import { writeLine } from './cli-io.js';
+import { runCancelCommand } from './cancel-command.js';
 import { runDashboardCommand } from './dashboard-command.js';
 import { runDemoCommand } from './demo-command.js';
 import { runInitCommand } from './init-command.js';
@@ -26,6 +27,7 @@ commands:
   schedules   the recurring schedules: queue, cron, zone, last and next tick, fired and missed
   pause       stop every broker claiming a queue (or a whole table) until resume; publishing goes on
   resume      let the brokers claim a paused queue again
+  cancel      cancel one message: removed if waiting, its handler told to stop if in work
   demo        publish 20,000 messages into an SQLite queue file and drain them with several workers
 
 run "tablequeue <command> --help" for a command's options; a command that opens a database
@@ -33,8 +35,8 @@ takes --database URL, or reads the URL from $DATABASE_URL (or the variable --dat
 which keeps a password out of the process list
 
 exit codes: 0 done, 1 failed (database unreachable, table missing, statement failed, requeue
-ids that are not dead letters), 2 bad usage (unknown command or flag, missing flag, purge without
---yes, requeue into a group nothing uses without --yes)`;
+ids that are not dead letters, a cancel that found no such message), 2 bad usage (unknown
+command or flag, missing flag, purge without --yes, requeue into a group nothing uses without --yes)`;
 
 const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
   init: runInitCommand,
@@ -47,6 +49,7 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   schedules: runSchedulesCommand,
   pause: runPauseCommand,
   resume: runResumeCommand,
+  cancel: runCancelCommand,
   demo: runDemoCommand,
 };
 

@@ -31,12 +31,13 @@ export interface CancellationWatchOptions {
  * How a subscription hears that a message it has in work was cancelled by `broker.cancel`,
  * possibly in another process, which recorded it in the cancellations table.
  *
- * - Lease form: the canceller also removed the row, so the next renewal (or the settlement)
- *   finds it gone; `leaseLost` then reads the record to tell a cancel from a lease taken by
- *   another claim.
- * - Row lock and advisory forms: the claim holds the row, so the canceller could only record the
- *   cancel; `watch()` reads the records of the ids in work once per poll interval, one statement
- *   per 128 ids, and only while something is in work.
+ * - Every form: `watch()` reads the records of the ids in work once per poll interval, one
+ *   statement per 128 ids, and only while something is in work. A row lock or key lock keeps
+ *   the row, so the record is all the canceller could write.
+ * - Lease form: the canceller also removed the row, so a renewal or the settlement may find it
+ *   gone first; `leaseLost` then reads the record to tell a cancel from a lease taken by another
+ *   claim. Renewals come every half lease, so the poll is what makes a cancel reach the handler
+ *   within a poll interval.
  *
  * Either way the delivery runner aborts the handler's signal and settles the message as
  * cancelled; `settledAsCancelled` then deletes the record.
@@ -56,7 +57,7 @@ export class CancellationWatch implements DeliveryCancellations {
     this.#options = options;
   }
 
-  /** Starts reading the records of the ids in work every poll interval (row lock and advisory forms). */
+  /** Starts reading the records of the ids in work every poll interval. */
   watch(): void {
     this.#schedule();
   }
