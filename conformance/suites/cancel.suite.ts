@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runCliHere } from '../../src/cli/run-cli.fixture.js';
-import { CancelledError, type Queue } from '../../src/index.js';
+import { CancelledError, ClosedError, DeclarationError, defineTable, UnsupportedError, type Queue } from '../../src/index.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, statsOf, untilStats, waitForDatabase } from '../fixtures.js';
 import { spawnLineProcess } from '../processes/spawn-line-process.js';
 import type { SuiteContext } from '../run-conformance.js';
@@ -10,6 +10,23 @@ const CANCEL_WORKER = new URL('../processes/cancel-worker.ts', import.meta.url).
 /** broker.cancel: a waiting message removed unhandled, one in work stopped in whichever process runs it, an unknown one gone. */
 export function cancelSuite(context: SuiteContext): void {
   const { stand } = context;
+  describe('cancel refusals', () => {
+    it('refuses before start, after stop, without an id, and on an advisory lock table, saying why', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers);
+      await expect(broker.cancel(table.queue('emails'), '1')).rejects.toThrow(ClosedError);
+      await broker.start();
+      await expect(broker.cancel(table.queue('emails'), '')).rejects.toThrow(DeclarationError);
+      const advisory = defineTable({ table: 'advisory_jobs', id: 'id', group: 'queue', advisoryLock: 'job-{id}' });
+      const refusal = broker.cancel(advisory.queue('emails'), '1');
+      await expect(refusal).rejects.toThrow(UnsupportedError);
+      await expect(refusal).rejects.toThrow(/advisory lock form .* declare lockedUntil/);
+      await broker.stop();
+      await expect(broker.cancel(table.queue('emails'), '1')).rejects.toThrow(/broker is stopped/);
+    });
+  });
+
   for (const form of formsOf(stand)) {
     for (const mark of [false, true]) {
       const finished = mark ? 'marked processed' : 'deleted';

@@ -17,8 +17,9 @@ export interface HandlerContext {
   /** Publishes through the broker (on a connection of its own); wakes this broker's subscriptions. */
   publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string>;
   /**
-   * Aborted when the delivery's `timeoutMs` passes (reason: a `HandlerTimeoutError`), and when the
-   * broker stops and the handler ran past the stop timeout.
+   * Aborted when the delivery's `timeoutMs` passes (reason: a `HandlerTimeoutError`), when its
+   * message is cancelled (`broker.cancel`; reason: a `CancelledError`, and the message is removed
+   * whatever the handler returns), and when the broker stops and the handler ran past the stop timeout.
    */
   readonly signal: AbortSignal;
   /**
