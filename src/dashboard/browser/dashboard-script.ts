@@ -43,6 +43,8 @@ interface ReportedSubscription {
   readonly acked: number;
   readonly retried: number;
   readonly deadLettered: number;
+  /** Messages cancelled while in work; brokers older than cancel do not report it. */
+  readonly cancelled?: unknown;
 }
 
 /** Per table, the groups of the latest read: the requeue target's suggestions. */
@@ -492,6 +494,7 @@ function subscriptionLine(subscription: ReportedSubscription): HTMLLIElement {
     `${count(subscription.retried)} retried`,
     `${count(subscription.deadLettered)} dead-lettered`,
   ];
+  if (typeof subscription.cancelled === 'number' && subscription.cancelled > 0) details.push(`${count(subscription.cancelled)} cancelled`);
   return el('li', { 'data-subscription': subscription.queue }, [
     el('strong', null, subscription.queue),
     ' ',
