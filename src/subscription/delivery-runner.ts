@@ -385,8 +385,9 @@ export class DeliveryRunner {
    * `HandlerTimeoutError` and leases stop being renewed. A handler that returns within the grace
    * after it has its outcome settled as usual. One that has not is given up on: its messages
    * fail with the timeout error by the retry rules, a statement it still runs in the delivery's
-   * transaction ends with the session, its worker goes on to other rows, and what it returns
-   * later is ignored.
+   * transaction is cancelled, its worker goes on to other rows, and what it returns later is
+   * ignored. A delivery cancelled before its timeout is given up on the same way, but it was
+   * not timed out: it is neither counted nor reported so, and settles as cancelled.
    */
   async #callWithTimeout(
     call: {
@@ -407,8 +408,10 @@ export class DeliveryRunner {
     let graceTimer: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       const error = new HandlerTimeoutError({ id: rows[0]!.id, subscription: this.#options.subscription, timeoutMs });
-      abort.abort(error);
-      this.#timedOut(rows, timeoutMs, startedAt);
+      if (!abort.signal.aborted) {
+        abort.abort(error);
+        this.#timedOut(rows, timeoutMs, startedAt);
+      }
       graceTimer = setTimeout(() => giveUp(error), timeoutGraceMs(timeoutMs));
     }, timeoutMs);
     const handled = this.#callHandler(messages, call.slot, transaction, call.signal, call.span);
