@@ -170,7 +170,7 @@ function pauseButton(config: DashboardConfig, table: string, group: string | nul
   const button = el(
     'button',
     { type: 'button', 'data-action': isPaused ? 'resume' : 'pause', title: isPaused ? `let the brokers claim ${what} again` : `stop every broker claiming ${what}` },
-    isPaused ? 'resume' : 'pause',
+    `${isPaused ? 'resume' : 'pause'}${group === null ? ' all' : ''}`,
   );
   button.addEventListener('click', () => void pause(config, { table, group, paused: !isPaused }));
   return button;
