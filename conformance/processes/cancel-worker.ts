@@ -3,7 +3,8 @@
  * a message in work from another process. Configured by one JSON argument; prints `ready` once
  * started, then `event handling <id>` as a handler begins, `event aborted <id> <code>` when its
  * signal aborts (the reason's error code), and `event settled <id> cancelled=<n> leasesLost=<m>`
- * once the delivery settled, with the subscription's counts. Stops gracefully on SIGTERM.
+ * once the delivery settled, with the subscription's counts. Stops gracefully on SIGTERM. It does
+ * not LISTEN, so a cancel reaches it by its poll or its lease renewal, never by a notification.
  */
 import { testHooksOf } from '../../src/broker/broker.js';
 import { Broker, defineTable, QueueError, type TableDeclaration } from '../../src/index.js';
@@ -19,7 +20,7 @@ interface CancelWorkerConfig {
 
 const config = JSON.parse(process.argv[2]!) as CancelWorkerConfig;
 const queue = defineTable(config.table).queue(config.queue);
-const broker = new Broker({ database: config.database, pollIntervalMs: config.pollIntervalMs, leaseMs: config.leaseMs, stopTimeoutMs: 2_000 });
+const broker = new Broker({ database: config.database, pollIntervalMs: config.pollIntervalMs, leaseMs: config.leaseMs, listen: false, stopTimeoutMs: 2_000 });
 broker.on('error', (error) => process.stderr.write(`error: ${error.message}\n`));
 broker.subscribe(queue, async (message, context) => {
   process.stdout.write(`event handling ${message.id}\n`);

@@ -91,6 +91,32 @@ export function cancelSuite(context: SuiteContext): void {
           expect(broker.metrics()).toMatch(/tablequeue_cancelled_total\{table="jobs",queue="emails"\} 1/);
         });
 
+        if (stand.capabilities.supportsListenNotify) {
+          it('a listening broker hears a cancel of its message in work at once, long before its poll or renewal', async () => {
+            const table = jobsTable({ form, mark });
+            await createTable(stand, context.db, table);
+            const queue = table.queue<string>('emails');
+            const worker = createBroker(context.db, context.brokers, { pollIntervalMs: 120_000, leaseMs: 120_000 });
+            const started = new Collector<string>();
+            const reasons = new Collector<unknown>();
+            worker.subscribe(queue, async (message, handlerContext) => {
+              started.push(message.id);
+              await new Promise((resolve) => handlerContext.signal.addEventListener('abort', resolve, { once: true }));
+              reasons.push(handlerContext.signal.reason);
+            });
+            await worker.start();
+            const canceller = createBroker(context.db, context.brokers);
+            await canceller.start();
+            const id = await canceller.publish(queue, 'work');
+            await started.waitFor(1);
+            expect(await canceller.cancel(queue, id)).toEqual({ status: 'inWork' });
+            const [reason] = await reasons.waitFor(1, 10_000);
+            expect(reason).toBeInstanceOf(CancelledError);
+            await untilStats(worker, queue, (stats) => stats.cancelled === 1 && stats.inWork === 0, 'the delivery settled as cancelled');
+            expect(await unfinished(id)).toBe(0);
+          });
+        }
+
         if (!stand.capabilities.supportsProcesses) return;
 
         // Lease: the worker polls too seldom to read the record in time, so the cancel reaches it

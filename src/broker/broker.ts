@@ -56,7 +56,7 @@ import { Scheduler, type ScheduleStats, type SchedulerTestHooks } from '../sched
 import { QueueTable as QueueTableClass } from '../definition/define-table.js';
 import { resolveRetentionDeclaration, type RetainOptions, type RetentionDeclaration } from '../retention/retention-options.js';
 import { Retainer, type RetainerTestHooks, type RetentionStats } from '../retention/retainer.js';
-import { MessageCanceller, type CancelResult } from './message-cancel.js';
+import { CANCELLATIONS_CHANNEL, MessageCanceller, parseCancellationNotice, type CancelResult } from './message-cancel.js';
 import type { CancellationRecords } from '../subscription/cancellation-watch.js';
 
 /**
@@ -242,7 +242,10 @@ export class Broker extends EventEmitter<BrokerEvents> {
           wake: (spec, group) => this.#wake(spec, group),
           onError: (error, detail) => this.#reportError(error, detail),
           onWarning: (message) => this.#reportWarning(message),
-          channels: new Map([[QUEUE_CONTROLS_CHANNEL, (payload: string | undefined) => this.#onQueueControl(payload)]]),
+          channels: new Map([
+            [QUEUE_CONTROLS_CHANNEL, (payload: string | undefined) => this.#onQueueControl(payload)],
+            [CANCELLATIONS_CHANNEL, (payload: string | undefined) => this.#onCancellationNotice(payload)],
+          ]),
         });
       }
       checkConnectionLimit({
@@ -268,7 +271,13 @@ export class Broker extends EventEmitter<BrokerEvents> {
       });
       this.#queueControls = queueControls;
       if (this.#subscriptions.size > 0) await this.#createQueueControlsTable(queueControls);
-      const canceller = new MessageCanceller({ driver, dialect, table: this.#options.cancellationsTable });
+      const canceller = new MessageCanceller({
+        driver,
+        dialect,
+        table: this.#options.cancellationsTable,
+        notify: listen?.statements,
+        onNotifyError: (error) => this.#reportError(error, { phase: 'cancel notification' }),
+      });
       this.#canceller = canceller;
       const cancellations = this.#subscriptions.size > 0 ? await this.#createCancellationsTable(canceller) : undefined;
       // Subscriptions that give up on their handlers at the same stop share one cancel: one
@@ -683,6 +692,19 @@ export class Broker extends EventEmitter<BrokerEvents> {
   }
 
   /** A notification on the controls channel: the queue it names, or every queue after a reconnect. */
+  /**
+   * A cancel of a message in work, announced by the canceller after its record committed: the
+   * subscription of that table that runs the row tells its handler. A notice lost in a reconnect
+   * is read from the records at the next poll.
+   */
+  #onCancellationNotice(payload: string | undefined): void {
+    const notice = payload === undefined ? undefined : parseCancellationNotice(payload);
+    if (notice === undefined) return;
+    for (const subscription of this.#subscriptions.values()) {
+      if (subscription.queue.table.spec.qualifiedName === notice.queueTable) subscription.cancelInWork(notice.id);
+    }
+  }
+
   #onQueueControl(payload: string | undefined): void {
     if (payload === undefined) {
       for (const subscription of this.#subscriptions.values()) subscription.refreshPaused();

@@ -8,6 +8,7 @@ import {
   type CancelRowStatements,
 } from '../dialect/cancellation-statements.js';
 import type { Dialect } from '../dialect/dialect.js';
+import type { NotifyStatements } from '../dialect/notify.js';
 import { withConnection, withTransaction, type TransactionStatements } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { UnsupportedError } from '../errors.js';
@@ -39,6 +40,32 @@ export interface MessageCancellerOptions {
   readonly dialect: Dialect;
   /** The cancellations table, `name` or `schema.name`. */
   readonly table: string;
+  /**
+   * Postgres: a cancel of a message in work also notifies `CANCELLATIONS_CHANNEL`, so a listening
+   * broker that runs it hears at once rather than at its next poll.
+   */
+  readonly notify?: NotifyStatements | undefined;
+  /** A notification that failed: the cancel took effect, and the brokers still read it at their next poll. */
+  readonly onNotifyError?: (error: unknown) => void;
+}
+
+/**
+ * The Postgres channel a cancel of a message in work notifies, whatever the cancellations table is
+ * called. The payload is the JSON array `[queue table, row id]`.
+ */
+export const CANCELLATIONS_CHANNEL = 'tablequeue_cancellations';
+
+/** The queue table and row id of a cancellation notice; undefined for a payload some other program sent. */
+export function parseCancellationNotice(payload: string): { readonly queueTable: string; readonly id: string } | undefined {
+  try {
+    const value: unknown = JSON.parse(payload);
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+      return { queueTable: value[0], id: value[1] };
+    }
+  } catch {
+    // Not ours: the channel is open to anyone who can NOTIFY.
+  }
+  return undefined;
 }
 
 /**
@@ -93,7 +120,23 @@ export class MessageCanceller {
       [`column:${CANCELLATION_COLUMNS.queueTable}`]: spec.qualifiedName,
       [`column:${CANCELLATION_COLUMNS.rowId}`]: id,
     };
-    return { status: spec.form === 'lease' ? await this.#cancelLease(spec, values) : await this.#cancelRowLock(spec, values) };
+    const status = spec.form === 'lease' ? await this.#cancelLease(spec, values) : await this.#cancelRowLock(spec, values);
+    if (status === 'inWork') await this.#announce(spec.qualifiedName, id);
+    return { status };
+  }
+
+  /** After the record committed, so a broker that hears it finds the record too. */
+  async #announce(queueTable: string, id: string): Promise<void> {
+    const { driver, notify, onNotifyError } = this.#options;
+    if (notify === undefined) return;
+    const payload = JSON.stringify([queueTable, id]);
+    // Too long to send: the brokers read the record at their next poll.
+    if (Buffer.byteLength(payload) > notify.maxPayloadBytes) return;
+    try {
+      await driver.execute(bindStatement(notify.notify(), { channel: CANCELLATIONS_CHANNEL, group: payload }));
+    } catch (error) {
+      onNotifyError?.(error);
+    }
   }
 
   /**

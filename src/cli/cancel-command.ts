@@ -57,10 +57,15 @@ export async function runCancelCommand(args: string[], io: CliIo): Promise<numbe
     const inspector = await openQueueInspector({ ...options, database: driver });
     const spec = inspector.spec;
     const group = queueOf(values.queue, spec.group !== undefined, spec.qualifiedName);
+    const dialect = await openDialect(driver);
     const canceller = new MessageCanceller({
       driver,
-      dialect: await openDialect(driver),
+      dialect,
       table: values['cancellations-table'] ?? DEFAULT_CANCELLATIONS_TABLE,
+      // PostgreSQL: brokers that LISTEN hear a cancel of a message in work at once.
+      notify: dialect.notify,
+      onNotifyError: (error) =>
+        writeLine(io.stderr, printable(`could not notify the brokers (they read the cancel at their next poll): ${(error as Error).message}`)),
     });
     const { status } = await canceller.cancelIn(spec, group, id);
     const label = group === undefined ? spec.qualifiedName : `${spec.qualifiedName}/${group}`;
