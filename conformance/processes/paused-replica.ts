@@ -1,7 +1,7 @@
 /**
  * A broker in a process of its own for the pause suite: one subscription with quick polls.
  * Configured by one JSON argument; prints `ready` once started, then one `event` line for each of
- * its claim loop's claims started (`event claim`), claims skipped because the queue is paused
+ * its claim loop's claims started (`event claim <Date.now()>`), claims skipped because the queue is paused
  * (`event paused`) and handlers begun (`event handling <id>`), and stops gracefully on SIGTERM.
  */
 import { testHooksOf } from '../../src/broker/broker.js';
@@ -23,7 +23,7 @@ broker.subscribe(queue, (message) => {
   process.stdout.write(`event handling ${message.id}\n`);
 });
 const loop = testHooksOf(broker, queue).loop;
-loop.claimStarted.observe(() => process.stdout.write('event claim\n'));
+loop.claimStarted.observe(() => process.stdout.write(`event claim ${Date.now()}\n`));
 loop.pausedNoClaim.observe(() => process.stdout.write('event paused\n'));
 await broker.start();
 process.stdout.write('ready\n');

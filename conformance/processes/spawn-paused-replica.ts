@@ -6,7 +6,7 @@ const REPLICA = fileURLToPath(new URL('./paused-replica.ts', import.meta.url));
 
 export interface PausedReplica {
   readonly child: ChildProcess;
-  /** What the replica reported, in order: `claim`, `paused`, `handling <id>`. */
+  /** What the replica reported, in order: `claim <Date.now()>`, `paused`, `handling <id>`. */
   readonly events: string[];
   readonly ready: Promise<void>;
   readonly exited: Promise<number | null>;

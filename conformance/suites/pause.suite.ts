@@ -70,6 +70,7 @@ export function pauseSuite(context: SuiteContext): void {
         expect(claimStartedAt.filter((at) => at > pausedAt + POLL_INTERVAL_MS + SCHEDULING_SLACK_MS)).toEqual([]);
         expect(await other.isPaused(queue)).toBe(true);
         expect(brokers.map((broker) => statsOf(broker, queue).paused)).toEqual([true, true]);
+        expect(other.metrics()).toContain('tablequeue_queue_paused{table="jobs",queue="emails"} 1');
 
         // Resumed from the other broker: both claim again and the rows are handled.
         const claimsBeforeResume = brokers.map((broker) => statsOf(broker, queue).claims);
@@ -81,6 +82,7 @@ export function pauseSuite(context: SuiteContext): void {
         }
         expect(handled.items.slice(1).sort()).toEqual(['a', 'b', 'c']);
         expect(await pauser.isPaused(queue)).toBe(false);
+        expect(other.metrics()).toContain('tablequeue_queue_paused{table="jobs",queue="emails"} 0');
       });
     });
   }
@@ -228,11 +230,14 @@ export function pauseSuite(context: SuiteContext): void {
       const sincePause = replica.events.length;
       await replica.eventsAtLeast((event) => event === 'paused', 1, sincePause);
       const seenAt = Date.now();
-      // A claim already past its check may still run; none starts once the pause was read.
+      // A claim already past its check may still run; none starts once the pause was read, and
+      // none later than one poll interval after pause() returned (both processes read this host's clock).
       const seen = replica.events.indexOf('paused', sincePause);
       await controller.publishMany(queue, [1, 2, 3].map((payload) => ({ payload })));
       await replica.eventsAtLeast((event) => event === 'paused', 3, seen + 1);
       expect(replica.events.slice(seen).filter((event) => event !== 'paused')).toEqual([]);
+      const claimTimes = replica.events.slice(sincePause).flatMap((event) => (event.startsWith('claim ') ? [Number(event.slice(6))] : []));
+      expect(claimTimes.filter((at) => at > pausedAt + POLL_INTERVAL_MS + SCHEDULING_SLACK_MS)).toEqual([]);
       expect(await countRows(context.db, 'jobs')).toBe(3);
       // One poll interval, with room for a loaded machine to deliver the child's line.
       expect(seenAt - pausedAt).toBeLessThan(POLL_INTERVAL_MS + 2_000);
