@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HeldRow } from '../claim/claim-form.js';
 import type { PoolStats } from '../driver/driver.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
-import { ClaimLoop, ClaimLoopSignals, FAILED_CLAIM_BACKOFF_MS, MAX_CONTENTION_RETRIES } from './claim-loop.js';
+import { ClaimLoop, ClaimLoopSignals, FAILED_CLAIM_BACKOFF_MS, MAX_CONTENTION_RETRIES, type PauseGate } from './claim-loop.js';
 import { PoolBudget } from './pool-budget.js';
 import { WorkerSlots } from './worker-slots.js';
 
@@ -43,6 +43,7 @@ function createLoop(
   workers = 1,
   onClaimError: (error: unknown) => void = () => undefined,
   signals = new ClaimLoopSignals(),
+  pause?: PauseGate,
 ): ClaimLoop {
   const dispatcher = new WorkerSlots({ workers, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
   const loop: ClaimLoop = new ClaimLoop({
@@ -60,11 +61,32 @@ function createLoop(
     isContention: (error) => (error as Error).message === 'deadlock',
     handBack: () => Promise.resolve(),
     signals,
+    pause,
   });
   return loop;
 }
 
 describe('ClaimLoop', () => {
+  it('claims nothing while the queue is paused: it waits until the state is due to be read again, or a wake', async () => {
+    const claims = new ScriptedClaims();
+    const signals = new ClaimLoopSignals();
+    let isPaused = true;
+    const loop = createLoop(claims, 1, undefined, signals, { isPaused: () => isPaused, msUntilStale: () => 40_000 });
+    signals.waiting.turnOn();
+    signals.pausedNoClaim.turnOn();
+    loop.start();
+    await signals.pausedNoClaim.next({ what: 'the claim skipped for the pause' });
+    expect(await signals.waiting.next({ what: 'the wait while paused' })).toBe(40_000);
+    expect(claims.pending).toHaveLength(0);
+    expect(loop.counters.claims).toBe(0);
+    isPaused = false;
+    loop.wake();
+    await claims.started(1);
+    expect(loop.counters.claims).toBe(1);
+    claims.pending[0]!.resolve([]);
+    await loop.stop();
+  });
+
   it('keeps a wake that arrives while a claim runs: the next claim starts at once, not after 60 s', async () => {
     const claims = new ScriptedClaims();
     const loop = createLoop(claims);
