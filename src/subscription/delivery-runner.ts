@@ -15,7 +15,14 @@ import type { SubscriptionObserver } from '../observability/subscription-observe
 import type { ProcessSpan } from '../observability/tracing.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { DeliveryUnit } from './dispatcher.js';
-import type { DeliveryEvent, LifecycleEventSink, SettledEventOutcome } from './lifecycle-events.js';
+import type {
+  DeadLetteredEvent,
+  DeliveryEvent,
+  LifecycleEventSink,
+  RetryingEvent,
+  SettledEvent,
+  SettledEventOutcome,
+} from './lifecycle-events.js';
 import {
   isStandardSchema,
   type ResolvedSubscribeOptions,
@@ -441,7 +448,9 @@ export class DeliveryRunner {
     for (const row of rows) row.stopRenewing?.();
     const { events } = this.#options;
     if (!events.listens('timedOut')) return;
-    for (const row of rows) events.emit('timedOut', { ...this.#eventOf(row, startedAt), timeoutMs });
+    const queue = this.#options.subscription;
+    const durationMs = performance.now() - startedAt;
+    for (const { id, attempt } of rows) events.emit('timedOut', { queue, id, attempt, durationMs, timeoutMs });
   }
 
   /**
@@ -661,13 +670,28 @@ export class DeliveryRunner {
     const wantsSettled = events.listens('settled');
     const wantsKind = kindEvent !== undefined && events.listens(kindEvent);
     if (!wantsSettled && !wantsKind) return;
-    const event: DeliveryEvent & { error?: unknown } =
-      failure === undefined ? this.#eventOf(row, startedAt) : { ...this.#eventOf(row, startedAt), error: failure.thrown };
+    // Each event is built as one literal with its fields set after: spreading a shared part into
+    // it cost 30 times as much (bench/events: 1.8 µs against 63 ns of CPU per event).
+    const queue = this.#options.subscription;
+    const { id, attempt } = row;
+    const durationMs = performance.now() - startedAt;
     const nextAttemptAt = settlement.kind === 'retryAfter' ? settlement.at : settlement.kind === 'retry' ? new Date() : undefined;
-    if (wantsSettled) events.emit('settled', nextAttemptAt === undefined ? { ...event, outcome } : { ...event, outcome, nextAttemptAt });
+    if (wantsSettled) {
+      const event: Mutable<SettledEvent> = { queue, id, attempt, durationMs, outcome };
+      if (nextAttemptAt !== undefined) event.nextAttemptAt = nextAttemptAt;
+      if (failure !== undefined) event.error = failure.thrown;
+      events.emit('settled', event);
+    }
     if (!wantsKind) return;
-    if (settlement.kind === 'deadLetter') events.emit('deadLettered', { ...event, deadLetter: deadLetterDestination(settlement.target) });
-    else if (nextAttemptAt !== undefined) events.emit('retrying', { ...event, nextAttemptAt });
+    if (settlement.kind === 'deadLetter') {
+      const event: Mutable<DeadLetteredEvent> = { queue, id, attempt, durationMs, deadLetter: deadLetterDestination(settlement.target) };
+      if (failure !== undefined) event.error = failure.thrown;
+      events.emit('deadLettered', event);
+    } else if (nextAttemptAt !== undefined) {
+      const event: Mutable<RetryingEvent> = { queue, id, attempt, durationMs, nextAttemptAt };
+      if (failure !== undefined) event.error = failure.thrown;
+      events.emit('retrying', event);
+    }
   }
 
   #settlementFor(row: HeldRow, outcome: Outcome, failure: Failure | undefined): Settlement {
@@ -746,3 +770,5 @@ async function validate(
   }
   return result.value;
 }
+
+type Mutable<Event> = { -readonly [Key in keyof Event]: Event[Key] };
