@@ -170,7 +170,7 @@ export class QueueSampler {
   async #sample(): Promise<void> {
     const brokerRate = this.#readBrokers().catch(() => 0);
     const scheduleRead = this.#readSchedules().catch((error: unknown) => this.#options.onError(error, 'schedules'));
-    const pausedRead = this.#options.readPaused?.().then((paused) => (this.#paused = paused));
+    const pausedRead = this.#readPaused().catch((error: unknown) => this.#options.onError(error, 'queue controls'));
     const deadLetterReads = Promise.all(this.#options.tables.map((watched) => this.#readDeadLetters(watched)));
     const reads = await Promise.all(
       this.#options.tables.map(async (watched) => {
@@ -219,6 +219,11 @@ export class QueueSampler {
   /** Reads the schedules and keeps them; the listing answers a failed read as its problem, never a throw. */
   async #readSchedules(): Promise<void> {
     if (this.#options.readSchedules !== undefined) this.#schedules = await this.#options.readSchedules();
+  }
+
+  /** Reads the paused queues and keeps them. */
+  async #readPaused(): Promise<void> {
+    if (this.#options.readPaused !== undefined) this.#paused = await this.#options.readPaused();
   }
 
   /** Reads the broker list, keeps it, and returns the drain rate it tells. */
