@@ -33,6 +33,8 @@ export type ParamName =
   | 'leaseNow'
   | 'limit'
   | 'perKey'
+  | 'global'
+  | 'firstSlot'
   | 'lockedUntil'
   | 'held'
   | 'retryAfterAt'

@@ -1,9 +1,10 @@
 /**
  * A broker in a process of its own whose subscription declares `concurrency`, for the limits'
  * replica tests. Configured by one JSON argument; prints `ready` once started and `handling <id>`
- * as each handler begins. Each handler records (id, partition key, process id) in the effects
- * table, then works for `handlerMs` (a stand-in for a call to a rate-limited service, so rows
- * overlap in work), then acks. Stops gracefully on SIGTERM; the crash tests SIGKILL it.
+ * as each handler begins. Each handler records (id, partition key, process id, 'start') in the
+ * effects table, works for `handlerMs` (a stand-in for a call to a rate-limited service, so rows
+ * overlap in work), records the same with 'end', then acks. Stops gracefully on SIGTERM; the
+ * crash tests SIGKILL it.
  */
 import { Broker, defineTable, type TableDeclaration } from '../../src/index.js';
 
@@ -13,7 +14,7 @@ interface LimitedReplicaConfig {
   queue: string;
   workers: number;
   concurrency: { global?: number; perKey?: number };
-  /** The insert into the effects table: placeholders for the id, the partition key and the process id. */
+  /** The insert into the effects table: placeholders for the id, the partition key, the process id and the phase. */
   recordSql: string;
   handlerMs: number;
   leaseMs?: number;
@@ -33,8 +34,9 @@ broker.subscribe(
   table.queue(config.queue),
   async (message, context) => {
     process.stdout.write(`handling ${message.id}\n`);
-    await context.query(config.recordSql, [message.id, message.partitionKey ?? null, process.pid]);
+    await context.query(config.recordSql, [message.id, message.partitionKey ?? null, process.pid, 'start']);
     await new Promise((resolve) => setTimeout(resolve, config.handlerMs));
+    await context.query(config.recordSql, [message.id, message.partitionKey ?? null, process.pid, 'end']);
   },
   { workers: config.workers, concurrency: config.concurrency },
 );

@@ -27,7 +27,7 @@ export interface FormContext {
    * WP-4): asked before a claim takes a further connection of its own (an advisory batch's rows).
    */
   readonly hasRoomForConnection: () => boolean;
-  /** `concurrency` (lease form): limits every claim of the queue enforces behind its guard. */
+  /** `concurrency`: limits every claim of the queue enforces (lease: behind its guard; row lock: by slot rows). */
   readonly concurrency: ConcurrencyLimits | undefined;
 }
 

@@ -1,3 +1,4 @@
+import { createConcurrencyStatements } from '../dialect/concurrency-statements.js';
 import { withConnection } from '../driver/connection-scope.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { ClaimForm, HeldRow } from './claim-form.js';
@@ -12,6 +13,8 @@ interface RowLockStatements extends ClaimTransactionStatements {
   readonly begin: Statement[];
   /** FIFO tables on Postgres and MySQL: run first; 0 means another claim owns the group. */
   readonly guard: Statement | undefined;
+  /** `concurrency.global`: free slots locked first, in the claim's own transaction. */
+  readonly takeSlots: Statement | undefined;
   readonly claim: Statement;
   /** Transactional mode: set right after the claim, so the handler's writes can be undone alone. */
   readonly savepoint: Statement;
@@ -44,9 +47,10 @@ export class RowLockForm implements ClaimForm {
 
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
-    const { guard, claim, settlements } = this.#statements;
+    const { guard, takeSlots, claim, settlements } = this.#statements;
     const finishMany = this.#statements.finishMany?.(1);
-    return [...(guard ? [guard] : []), claim, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : [])];
+    const before = [...(guard ? [guard] : []), ...(takeSlots ? [takeSlots] : [])];
+    return [...before, claim, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : [])];
   }
 
   /**
@@ -64,7 +68,17 @@ export class RowLockForm implements ClaimForm {
         await run(statements.rollback);
         return [];
       }
-      const rows = (await run(statements.claim, { group, now, limit: transactional ? 1 : limit })).rows;
+      let rowLimit = transactional ? 1 : limit;
+      // Each row in work holds a slot until its transaction ends: no free slot, no claim.
+      const global = this.#context.concurrency?.global;
+      if (statements.takeSlots !== undefined) {
+        rowLimit = (await run(statements.takeSlots, { group, global, limit: rowLimit })).rows.length;
+        if (rowLimit === 0) {
+          await run(statements.rollback);
+          return [];
+        }
+      }
+      const rows = (await run(statements.claim, { group, now, limit: rowLimit })).rows;
       if (rows.length === 0) {
         await run(statements.commit);
         return [];
@@ -80,14 +94,16 @@ export class RowLockForm implements ClaimForm {
 }
 
 function renderRowLockStatements(context: FormContext): RowLockStatements {
-  const { dialect, spec, columns, deadLetter } = context;
+  const { dialect, spec, columns, deadLetter, concurrency } = context;
   const retry = dialect.rowLock.retry(spec);
+  const slots = concurrency?.global === undefined ? undefined : createConcurrencyStatements(dialect.name).slots;
   const retryAfter = dialect.rowLock.retryAfter(spec) ?? retry;
   const finishMany = new Map<number, Statement>();
   const renderFinishMany = dialect.rowLock.finishMany;
   return {
     begin: dialect.session.begin({ isolation: spec.isolation }),
     guard: dialect.fifo.guard(spec),
+    takeSlots: slots?.take(spec),
     claim: dialect.rowLock.claim(spec, columns),
     savepoint: dialect.session.savepoint(),
     rollbackToSavepoint: dialect.session.rollbackToSavepoint(),

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { createConcurrencyStatements } from './concurrency-statements.js';
 import { createDialect } from './create-dialect.js';
 import type { Statement } from '../statement.js';
-import { everyRoleLeaseTable, minimalLeaseTable, schemaQualifiedTable } from './test-tables.fixture.js';
+import {
+  everyRoleLeaseTable,
+  everyRoleTable,
+  minimalLeaseTable,
+  minimalTable,
+  schemaQualifiedTable,
+} from './test-tables.fixture.js';
 
 /** The claim's statement under `perKey`: the single statement, or MySQL's locking select. */
 function perKeyClaim(database: 'postgres' | 'mysql' | 'mariadb' | 'sqlite'): Statement {
@@ -172,6 +178,129 @@ describe('sqlite concurrency limits', () => {
       name: 'lease.claim',
       sql: "UPDATE `email_jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `job_id` IN (SELECT `job_id` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT `customer`, COUNT(*) AS tablequeue_count FROM `email_jobs` WHERE `queue` = ? AND `locked_until` > ? AND `processed_at` IS NULL AND `customer` IS NOT NULL GROUP BY `customer`) AS tablequeue_held ON tablequeue_held.`customer` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_held.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) RETURNING `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload`",
       params: ['lockedUntil', 'group', 'now', 'leaseNow', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'perKey', 'limit'],
+    });
+  });
+});
+
+describe('concurrency slots of the row lock form', () => {
+  it('are not built on SQLite, which has no row locks', () => {
+    expect(createConcurrencyStatements(createDialect('sqlite').name).slots).toBeUndefined();
+  });
+
+  it('postgres: the slots table, the highest slot, slots added above it up to global, free slots locked without waiting', () => {
+    const slots = createConcurrencyStatements(createDialect('postgres').name).slots!;
+    expect(slots.createTable(schemaQualifiedTable.spec)).toBe(
+      [
+        "CREATE TABLE IF NOT EXISTS \"app\".\"tablequeue_concurrency_slots\" (",
+        "  \"table_name\" text NOT NULL,",
+        "  \"queue_name\" text NOT NULL,",
+        "  \"slot\" integer NOT NULL,",
+        "  PRIMARY KEY (\"table_name\", \"queue_name\", \"slot\")",
+        ")",
+      ].join('\n'),
+    );
+    expect(slots.highest(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.highestSlot',
+      sql: "SELECT COALESCE(MAX(\"slot\"), 0) AS \"highest\" FROM \"tablequeue_concurrency_slots\" WHERE \"table_name\" = 'email_jobs' AND \"queue_name\" = $1",
+      params: ['group'],
+    });
+    expect(slots.add(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.addSlots',
+      sql: "INSERT INTO \"tablequeue_concurrency_slots\" (\"table_name\", \"queue_name\", \"slot\") SELECT 'email_jobs', $1, tablequeue_slot FROM generate_series($2::integer, $3::integer) AS tablequeue_slot ON CONFLICT DO NOTHING",
+      params: ['group', 'firstSlot', 'global'],
+    });
+    expect(slots.add(minimalTable.spec)).toEqual({
+      name: 'concurrency.addSlots',
+      sql: "INSERT INTO \"tablequeue_concurrency_slots\" (\"table_name\", \"queue_name\", \"slot\") SELECT 'jobs', '', tablequeue_slot FROM generate_series($1::integer, $2::integer) AS tablequeue_slot ON CONFLICT DO NOTHING",
+      params: ['firstSlot', 'global'],
+    });
+    expect(slots.take(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.takeSlots',
+      sql: "SELECT \"slot\" FROM \"tablequeue_concurrency_slots\" WHERE \"table_name\" = 'email_jobs' AND \"queue_name\" = $1 AND \"slot\" <= $2 ORDER BY \"slot\" LIMIT $3 FOR UPDATE SKIP LOCKED",
+      params: ['group', 'global', 'limit'],
+    });
+    expect(slots.take(minimalTable.spec)).toEqual({
+      name: 'concurrency.takeSlots',
+      sql: "SELECT \"slot\" FROM \"tablequeue_concurrency_slots\" WHERE \"table_name\" = 'jobs' AND \"queue_name\" = '' AND \"slot\" <= $1 ORDER BY \"slot\" LIMIT $2 FOR UPDATE SKIP LOCKED",
+      params: ['global', 'limit'],
+    });
+  });
+
+  it('mysql: the slots table, the highest slot, slots added above it up to global, free slots locked without waiting', () => {
+    const slots = createConcurrencyStatements(createDialect('mysql').name).slots!;
+    expect(slots.createTable(schemaQualifiedTable.spec)).toBe(
+      [
+        "CREATE TABLE IF NOT EXISTS `app`.`tablequeue_concurrency_slots` (",
+        "  `table_name` varchar(129) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+        "  `queue_name` varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+        "  `slot` integer NOT NULL,",
+        "  PRIMARY KEY (`table_name`, `queue_name`, `slot`)",
+        ")",
+      ].join('\n'),
+    );
+    expect(slots.highest(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.highestSlot',
+      sql: "SELECT COALESCE(MAX(`slot`), 0) AS `highest` FROM `tablequeue_concurrency_slots` WHERE `table_name` = 'email_jobs' AND `queue_name` = ?",
+      params: ['group'],
+    });
+    expect(slots.add(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.addSlots',
+      sql: "INSERT INTO `tablequeue_concurrency_slots` (`table_name`, `queue_name`, `slot`) WITH RECURSIVE tablequeue_slots (n) AS (SELECT CAST(? AS UNSIGNED) UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ?) SELECT 'email_jobs', ?, n FROM tablequeue_slots ON DUPLICATE KEY UPDATE `slot` = `slot`",
+      params: ['firstSlot', 'global', 'group'],
+    });
+    expect(slots.add(minimalTable.spec)).toEqual({
+      name: 'concurrency.addSlots',
+      sql: "INSERT INTO `tablequeue_concurrency_slots` (`table_name`, `queue_name`, `slot`) WITH RECURSIVE tablequeue_slots (n) AS (SELECT CAST(? AS UNSIGNED) UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ?) SELECT 'jobs', '', n FROM tablequeue_slots ON DUPLICATE KEY UPDATE `slot` = `slot`",
+      params: ['firstSlot', 'global'],
+    });
+    expect(slots.take(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.takeSlots',
+      sql: "SELECT `slot` FROM `tablequeue_concurrency_slots` WHERE `table_name` = 'email_jobs' AND `queue_name` = ? AND `slot` <= ? ORDER BY `slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+      params: ['group', 'global', 'limit'],
+    });
+    expect(slots.take(minimalTable.spec)).toEqual({
+      name: 'concurrency.takeSlots',
+      sql: "SELECT `slot` FROM `tablequeue_concurrency_slots` WHERE `table_name` = 'jobs' AND `queue_name` = '' AND `slot` <= ? ORDER BY `slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+      params: ['global', 'limit'],
+    });
+  });
+
+  it('mariadb: the slots table, the highest slot, slots added above it up to global, free slots locked without waiting', () => {
+    const slots = createConcurrencyStatements(createDialect('mariadb').name).slots!;
+    expect(slots.createTable(schemaQualifiedTable.spec)).toBe(
+      [
+        "CREATE TABLE IF NOT EXISTS `app`.`tablequeue_concurrency_slots` (",
+        "  `table_name` varchar(129) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+        "  `queue_name` varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+        "  `slot` integer NOT NULL,",
+        "  PRIMARY KEY (`table_name`, `queue_name`, `slot`)",
+        ")",
+      ].join('\n'),
+    );
+    expect(slots.highest(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.highestSlot',
+      sql: "SELECT COALESCE(MAX(`slot`), 0) AS `highest` FROM `tablequeue_concurrency_slots` WHERE `table_name` = 'email_jobs' AND `queue_name` = ?",
+      params: ['group'],
+    });
+    expect(slots.add(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.addSlots',
+      sql: "INSERT INTO `tablequeue_concurrency_slots` (`table_name`, `queue_name`, `slot`) WITH RECURSIVE tablequeue_slots (n) AS (SELECT CAST(? AS UNSIGNED) UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ?) SELECT 'email_jobs', ?, n FROM tablequeue_slots ON DUPLICATE KEY UPDATE `slot` = `slot`",
+      params: ['firstSlot', 'global', 'group'],
+    });
+    expect(slots.add(minimalTable.spec)).toEqual({
+      name: 'concurrency.addSlots',
+      sql: "INSERT INTO `tablequeue_concurrency_slots` (`table_name`, `queue_name`, `slot`) WITH RECURSIVE tablequeue_slots (n) AS (SELECT CAST(? AS UNSIGNED) UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ?) SELECT 'jobs', '', n FROM tablequeue_slots ON DUPLICATE KEY UPDATE `slot` = `slot`",
+      params: ['firstSlot', 'global'],
+    });
+    expect(slots.take(everyRoleTable.spec)).toEqual({
+      name: 'concurrency.takeSlots',
+      sql: "SELECT `slot` FROM `tablequeue_concurrency_slots` WHERE `table_name` = 'email_jobs' AND `queue_name` = ? AND `slot` <= ? ORDER BY `slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+      params: ['group', 'global', 'limit'],
+    });
+    expect(slots.take(minimalTable.spec)).toEqual({
+      name: 'concurrency.takeSlots',
+      sql: "SELECT `slot` FROM `tablequeue_concurrency_slots` WHERE `table_name` = 'jobs' AND `queue_name` = '' AND `slot` <= ? ORDER BY `slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+      params: ['global', 'limit'],
     });
   });
 });

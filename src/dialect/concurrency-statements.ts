@@ -20,11 +20,15 @@ import {
   renderStatement,
   sql,
   textLiteral,
+  type SqlStyle,
   type SqlText,
 } from './quoting.js';
 
 /** The MySQL/MariaDB guard rows' table, beside the queue table (in its schema when it names one). */
 export const CONCURRENCY_GUARDS_TABLE = 'tablequeue_concurrency_guards';
+
+/** The row lock form's slot rows: `global` rows per queue, each locked by one transaction in work. */
+export const CONCURRENCY_SLOTS_TABLE = 'tablequeue_concurrency_slots';
 
 /** The one column of `inWork`'s one row. */
 export const IN_WORK_COLUMN = 'in_work';
@@ -46,6 +50,33 @@ export interface ConcurrencyStatements {
   guard(spec: TableSpec): Statement | undefined;
   /** The queue's rows with a live lease (params `group`, `leaseNow`): one row, column `IN_WORK_COLUMN`. */
   inWork(spec: TableSpec): Statement;
+  /**
+   * Row lock form, where the database has row locks (Postgres, MySQL, MariaDB; undefined on
+   * SQLite): a semaphore of slot rows, `global` per queue. A claim locks free slots with SKIP
+   * LOCKED in its own transaction and takes at most as many rows; the locks end with that
+   * transaction, at the settlement's commit or when the process dies.
+   */
+  readonly slots: SlotStatements | undefined;
+}
+
+export interface SlotStatements {
+  /** `CREATE TABLE IF NOT EXISTS` of the slot rows, beside the queue table. */
+  createTable(spec: TableSpec): string;
+  /**
+   * The queue's highest slot number (0 without any), column `highest`: a plain read, which waits
+   * on no slot another transaction holds.
+   */
+  highest(spec: TableSpec): Statement;
+  /**
+   * Adds the queue's slots `:firstSlot` to `:global` (param `group` on grouped tables), run only
+   * above the highest slot: an insert that met an existing slot would wait while a delivery holds it.
+   */
+  add(spec: TableSpec): Statement;
+  /**
+   * Locks up to `:limit` free slots numbered up to `:global`, without waiting: one row per slot,
+   * column `slot`.
+   */
+  take(spec: TableSpec): Statement;
 }
 
 export function createConcurrencyStatements(database: DialectName): ConcurrencyStatements {
@@ -58,13 +89,91 @@ export function createConcurrencyStatements(database: DialectName): ConcurrencyS
     );
   switch (database) {
     case 'postgres':
-      return { createGuardTable: () => undefined, guard: renderPostgresGuard, inWork };
+      return { createGuardTable: () => undefined, guard: renderPostgresGuard, inWork, slots: POSTGRES_SLOTS };
     case 'mysql':
-      return { createGuardTable: renderMysqlGuardTable, guard: renderMysqlGuard, inWork };
+      return { createGuardTable: renderMysqlGuardTable, guard: renderMysqlGuard, inWork, slots: MYSQL_SLOTS };
     case 'sqlite':
-      return { createGuardTable: () => undefined, guard: () => undefined, inWork };
+      return { createGuardTable: () => undefined, guard: () => undefined, inWork, slots: undefined };
   }
 }
+
+function slotsTableOf(spec: TableSpec): SqlText {
+  return qualifiedName(spec.schema, CONCURRENCY_SLOTS_TABLE);
+}
+
+/** The queue's name in a guard or slot row: its group, or '' on a table without groups. */
+function queueName(spec: TableSpec): SqlText {
+  return spec.group === undefined ? textLiteral('') : param('group');
+}
+
+/** Names a queue's slot rows: its table and queue. */
+function slotsOfQueue(spec: TableSpec): SqlText {
+  return sql`${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND ${identifier('queue_name')} = ${queueName(spec)}`;
+}
+
+function renderSlotsTable(style: SqlStyle, spec: TableSpec, text: (length: number) => SqlText): string {
+  const key = sql`${identifier('table_name')}, ${identifier('queue_name')}, ${identifier('slot')}`;
+  return renderDdl(
+    style,
+    sql`CREATE TABLE IF NOT EXISTS ${slotsTableOf(spec)} (
+  ${identifier('table_name')} ${text(129)},
+  ${identifier('queue_name')} ${text(255)},
+  ${identifier('slot')} integer NOT NULL,
+  PRIMARY KEY (${key})
+)`,
+  );
+}
+
+function renderHighestSlot(style: SqlStyle, spec: TableSpec): Statement {
+  return renderStatement(
+    style,
+    'concurrency.highestSlot',
+    sql`SELECT COALESCE(MAX(${identifier('slot')}), 0) AS ${identifier('highest')} FROM ${slotsTableOf(spec)} WHERE ${slotsOfQueue(spec)}`,
+  );
+}
+
+function renderTakeSlots(style: SqlStyle, spec: TableSpec): Statement {
+  const slot = identifier('slot');
+  return renderStatement(
+    style,
+    'concurrency.takeSlots',
+    sql`SELECT ${slot} FROM ${slotsTableOf(spec)} WHERE ${slotsOfQueue(spec)} AND ${slot} <= ${param('global')} ORDER BY ${slot} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`,
+  );
+}
+
+const slotColumns = sql`${identifier('table_name')}, ${identifier('queue_name')}, ${identifier('slot')}`;
+
+const POSTGRES_SLOTS: SlotStatements = {
+  createTable: (spec) => renderSlotsTable(DOUBLE_QUOTE_STYLE, spec, () => fixedSql('text NOT NULL')),
+  add: (spec) =>
+    renderStatement(
+      DOUBLE_QUOTE_STYLE,
+      'concurrency.addSlots',
+      sql`INSERT INTO ${slotsTableOf(spec)} (${slotColumns}) SELECT ${textLiteral(spec.qualifiedName)}, ${queueName(spec)}, tablequeue_slot FROM generate_series(${param('firstSlot')}::integer, ${param('global')}::integer) AS tablequeue_slot ON CONFLICT DO NOTHING`,
+    ),
+  highest: (spec) => renderHighestSlot(DOUBLE_QUOTE_STYLE, spec),
+  take: (spec) => renderTakeSlots(DOUBLE_QUOTE_STYLE, spec),
+};
+
+/**
+ * The numbers come from a recursive CTE, which MySQL 8 and MariaDB both read in INSERT … SELECT;
+ * the no-op update keeps a slot another broker added meanwhile, and refuses every other error
+ * INSERT IGNORE would hide.
+ */
+const MYSQL_SLOTS: SlotStatements = {
+  createTable: (spec) =>
+    renderSlotsTable(BACKTICK_STYLE, spec, (length) => fixedSql(`varchar(${length}) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL`)),
+  add: (spec) => {
+    const numbers = sql`WITH RECURSIVE tablequeue_slots (n) AS (SELECT CAST(${param('firstSlot')} AS UNSIGNED) UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ${param('global')})`;
+    return renderStatement(
+      BACKTICK_STYLE,
+      'concurrency.addSlots',
+      sql`INSERT INTO ${slotsTableOf(spec)} (${slotColumns}) ${numbers} SELECT ${textLiteral(spec.qualifiedName)}, ${queueName(spec)}, n FROM tablequeue_slots ON DUPLICATE KEY UPDATE ${identifier('slot')} = ${identifier('slot')}`,
+    );
+  },
+  highest: (spec) => renderHighestSlot(BACKTICK_STYLE, spec),
+  take: (spec) => renderTakeSlots(BACKTICK_STYLE, spec),
+};
 
 /** Names the queue in a guard: the table, and the group on grouped tables. */
 function queueKey(spec: TableSpec, prefix: string): SqlText {
@@ -102,7 +211,7 @@ function renderMysqlGuardTable(spec: TableSpec): string {
 
 /** The write counts the guarded claims, so the upsert always changes the row it locks. */
 function renderMysqlGuard(spec: TableSpec): Statement {
-  const queue = spec.group === undefined ? textLiteral('') : param('group');
+  const queue = queueName(spec);
   const claims = identifier('claims');
   return renderStatement(
     BACKTICK_STYLE,

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { DeclarationError, UnsupportedError } from '../errors.js';
+import { createDialect } from '../dialect/create-dialect.js';
 import { createTableSpec } from '../table/table-spec.js';
-import { checkConcurrencyFits, MAX_CONCURRENCY_LIMIT, resolveConcurrency } from './concurrency-limits.js';
+import { checkConcurrencyFits, MAX_CONCURRENCY_LIMIT, MAX_ROW_LOCK_SLOTS, resolveConcurrency } from './concurrency-limits.js';
 
 const where = 'subscription "emails"';
+const postgres = createDialect('postgres');
 
 describe('resolveConcurrency', () => {
   it('takes global, perKey or both, and nothing when the option is absent', () => {
@@ -30,25 +32,33 @@ describe('checkConcurrencyFits', () => {
   const lease = { table: 'jobs', id: 'id', group: 'queue', lockedUntil: 'locked_until' } as const;
 
   it('accepts a lease table, and perKey where the table has a partition key', () => {
-    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, createTableSpec(lease), 'postgres', 'emails')).not.toThrow();
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, createTableSpec(lease), postgres, 'emails')).not.toThrow();
     const keyed = createTableSpec({ ...lease, partitionKey: 'customer' });
-    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, keyed, 'postgres', 'emails')).not.toThrow();
+    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, keyed, postgres, 'emails')).not.toThrow();
   });
 
-  it('refuses the row lock and advisory forms with an UnsupportedError that names the lease form', () => {
+  it('takes global on a row lock table, and refuses perKey there and every limit on an advisory table, naming the lease form', () => {
     const rowLock = createTableSpec({ table: 'jobs', id: 'id' });
-    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, rowLock, 'postgres', 'emails')).toThrow(UnsupportedError);
-    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, rowLock, 'postgres', 'emails')).toThrow(
-      /the row lock form: declare a lockedUntil column \(lease form\) or remove concurrency/,
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, rowLock, postgres, 'emails')).not.toThrow();
+    expect(() => checkConcurrencyFits({ global: 3, perKey: 1 }, createTableSpec({ table: 'jobs', id: 'id', partitionKey: 'k' }), postgres, 'emails')).toThrow(
+      /perKey counts each key's live leases, so it needs the lease form.*declare a lockedUntil column/,
+    );
+    expect(() => checkConcurrencyFits({ global: MAX_ROW_LOCK_SLOTS + 1, perKey: undefined }, rowLock, postgres, 'emails')).toThrow(
+      /holds a transaction, so a connection, per row in work; give at most 1000/,
+    );
+    const advisory = createTableSpec({ table: 'jobs', id: 'id', advisoryLock: 'jobs-{id}' });
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, advisory, postgres, 'emails')).toThrow(UnsupportedError);
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, advisory, postgres, 'emails')).toThrow(
+      /the advisory lock form: declare a lockedUntil column \(lease form\) or remove concurrency/,
     );
   });
 
   it('refuses FIFO tables and perKey without a partition key', () => {
     const fifo = createTableSpec({ ...lease, group: { column: 'queue', fifo: true } });
-    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, fifo, 'postgres', 'emails')).toThrow(
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, fifo, postgres, 'emails')).toThrow(
       /already run one row of a group at a time; remove concurrency/,
     );
-    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, createTableSpec(lease), 'postgres', 'emails')).toThrow(
+    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, createTableSpec(lease), postgres, 'emails')).toThrow(
       /declare partitionKey in defineTable or remove perKey/,
     );
   });

@@ -48,17 +48,25 @@ export function resolveConcurrency(value: ConcurrencyOption | undefined, where: 
 }
 
 /**
- * At open, against the table: the limits count live leases, so they need the lease form; a FIFO
+ * The row lock form's slots: each one in use is a transaction held open through a handler, so
+ * a connection; a thousand is already more than a server serves by default. MySQL's recursive
+ * CTE that adds them stops at 1,000 rows by default (`cte_max_recursion_depth`).
+ */
+export const MAX_ROW_LOCK_SLOTS = 1_000;
+
+/**
+ * At open, against the table: the lease form counts live leases under a guard; the row lock form
+ * locks slot rows (global only: a key has no row to lock); the advisory form is refused. A FIFO
  * group already runs one row at a time; perKey counts by the partition key column.
  */
-export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec, database: string, subscription: string): void {
+export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec, dialect: Dialect, subscription: string): void {
   const where = `subscription "${subscription}"`;
-  if (spec.form !== 'lease') {
-    const form = spec.form === 'rowLock' ? 'row lock' : 'advisory lock';
+  const database = dialect.name;
+  if (spec.form === 'advisory') {
     throw new UnsupportedError({
       database,
-      feature: `concurrency limits in the ${form} form`,
-      message: `${where}: concurrency limits count the queue's live leases, so they need the lease form; table "${spec.qualifiedName}" uses the ${form} form: declare a lockedUntil column (lease form) or remove concurrency`,
+      feature: 'concurrency limits in the advisory lock form',
+      message: `${where}: concurrency limits count rows in work by their leases (lease form) or slot locks (row lock form); table "${spec.qualifiedName}" uses the advisory lock form: declare a lockedUntil column (lease form) or remove concurrency`,
     });
   }
   if (spec.group?.fifo === true) {
@@ -71,11 +79,26 @@ export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec,
       `${where}: concurrency.perKey counts rows in work by partition key; declare partitionKey in defineTable or remove perKey`,
     );
   }
+  if (spec.form !== 'rowLock') return;
+  if (limits.perKey !== undefined) {
+    throw new UnsupportedError({
+      database,
+      feature: 'concurrency.perKey in the row lock form',
+      message: `${where}: concurrency.perKey counts each key's live leases, so it needs the lease form; table "${spec.qualifiedName}" uses the row lock form: declare a lockedUntil column (lease form), or keep only concurrency.global`,
+    });
+  }
+  if (limits.global !== undefined && limits.global > MAX_ROW_LOCK_SLOTS) {
+    throw new DeclarationError(
+      `${where}: concurrency.global in the row lock form holds a transaction, so a connection, per row in work; give at most ${MAX_ROW_LOCK_SLOTS}`,
+    );
+  }
 }
 
 /**
- * Creates the guard rows' table where the database needs one (MySQL, MariaDB), and the queue's
- * row in it. Two brokers starting at once can collide on `CREATE TABLE IF NOT EXISTS`, so a
+ * Row lock form: creates the slots table and the queue's missing slots up to `global` (slots
+ * above it, left by a larger limit, are never taken). Only slots above the highest are added, so
+ * a broker starting while others' deliveries hold slots never waits on them. Lease form: creates the guard rows' table where the
+ * database needs one (MySQL, MariaDB), and the queue's row in it. Two brokers starting at once can collide on `CREATE TABLE IF NOT EXISTS`, so a
  * failure is tried once more, when the table is there and the statement does nothing (as the
  * heartbeat table's). The row is written here, on its own (and tried again the same way), because
  * two claims inserting the same missing row at once can deadlock in InnoDB; afterwards every
@@ -85,9 +108,22 @@ export async function ensureConcurrencyGuards(
   driver: Driver,
   dialect: Dialect,
   spec: TableSpec,
+  limits: ConcurrencyLimits,
   group: string | undefined,
 ): Promise<void> {
   const statements = createConcurrencyStatements(dialect.name);
+  if (spec.form === 'rowLock') {
+    const { slots } = statements;
+    if (slots === undefined || limits.global === undefined) return;
+    const sql = slots.createTable(spec);
+    await onceMoreAfterFailure(() => driver.execute({ name: 'concurrency.createSlotsTable', sql, values: [] }));
+    const global = limits.global;
+    await onceMoreAfterFailure(async () => {
+      const highest = Number((await driver.execute(bindStatement(slots.highest(spec), { group }))).rows[0]?.['highest']);
+      if (highest < global) await driver.execute(bindStatement(slots.add(spec), { group, firstSlot: highest + 1, global }));
+    });
+    return;
+  }
   const sql = statements.createGuardTable(spec);
   const guard = statements.guard(spec);
   if (sql === undefined || guard === undefined) return;

@@ -106,9 +106,10 @@ export interface SubscribeOptionsBase<Payload = unknown> {
    */
   prefetch?: number;
   /**
-   * Lease form: rows of this queue in work at once across every broker and process (`global`),
-   * and per partition key (`perKey`), enforced inside each claim behind a guard per queue.
-   * A claim that finds the limit reached takes nothing and waits as after an empty claim.
+   * Rows of this queue in work at once across every broker and process (`global`), and per
+   * partition key (`perKey`, lease form only), enforced inside each claim: lease tables behind a
+   * guard per queue, row lock tables by locking one of `global` slot rows per row in work. A
+   * claim that finds the limit reached takes nothing and waits as after an empty claim.
    */
   concurrency?: ConcurrencyOption;
   /** Decodes the payload bytes; default JSON. */

@@ -164,8 +164,8 @@ export class Subscription {
     }
     const { concurrency } = this.#options;
     if (concurrency !== undefined) {
-      checkConcurrencyFits(concurrency, spec, dialect.name, this.name);
-      await ensureConcurrencyGuards(driver, dialect, spec, this.queue.group);
+      checkConcurrencyFits(concurrency, spec, dialect, this.name);
+      await ensureConcurrencyGuards(driver, dialect, spec, concurrency, this.queue.group);
     }
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
