@@ -118,6 +118,9 @@ export class CancellationWatch implements DeliveryCancellations {
   async #round(): Promise<void> {
     const ids = this.#options.runner.inWorkIds();
     if (ids.length === 0) return;
+    // No connection free for work (row lock deliveries hold theirs): waiting for one could end in
+    // a pool timeout and would delay claims; the next round reads once one is free.
+    if (this.#options.driver.stats().spare === 0) return;
     try {
       for (const id of await this.#find(ids)) this.#options.runner.cancel(id);
     } catch (error) {
