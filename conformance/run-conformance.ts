@@ -7,6 +7,7 @@ import { cancelSuite } from './suites/cancel.suite.js';
 import { cliSuite } from './suites/cli.suite.js';
 import { coalescingSuite } from './suites/coalescing.suite.js';
 import { concurrencySuite } from './suites/concurrency.suite.js';
+import { rateSuite } from './suites/rate.suite.js';
 import { cliOperationsSuite } from './suites/cli-operations.suite.js';
 import { dashboardSuite } from './suites/dashboard.suite.js';
 import { dedupeKeysSuite } from './suites/dedupe-keys.suite.js';
@@ -86,6 +87,7 @@ export function runConformance(stand: Stand): Promise<void> {
       transactionalSuite(context);
       coalescingSuite(context);
       concurrencySuite(context);
+      rateSuite(context);
       hostileInputSuite(context);
       inputLimitsSuite(context);
       dedupeKeysSuite(context);

@@ -25,6 +25,9 @@ export interface Statement {
  * - `key`: an advisory lock key as the candidate select rendered it (see `AdvisoryStatements`).
  * - `ids`, `helds`, `retryAfterAts`: one array each, element `i` belonging to row `i`, where one
  *   statement settles many leases (see `LeaseStatements.settleMany`).
+ * - `slots`, `freeSince`, `usedAt`, `taken`: a rate limit's slot count, the host milliseconds a
+ *   slot's last use must be at or before to be free, the host milliseconds a claim stamps on the
+ *   slots it uses, and how many it uses (see `RateLimitStatements`).
  */
 export type ParamName =
   | 'id'
@@ -50,6 +53,10 @@ export type ParamName =
   | 'helds'
   | 'retryAfterAts'
   | 'dedupeKey'
+  | 'slots'
+  | 'freeSince'
+  | 'usedAt'
+  | 'taken'
   | `column:${string}`;
 
 /** A statement with its values, ready for a driver. */

@@ -7,6 +7,7 @@ import { parseQualifiedName } from '../table/identifier.js';
 import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
 import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { DEFAULT_CANCELLATIONS_TABLE } from '../dialect/cancellation-statements.js';
+import { DEFAULT_RATE_LIMITS_TABLE } from '../dialect/rate-limit-statements.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -77,6 +78,11 @@ export interface BrokerOptions {
    * Default `tablequeue_cancellations`.
    */
   cancellationsTable?: string;
+  /**
+   * Where subscriptions with `rate` keep their slots: `name` or `schema.name`, created if missing
+   * when such a subscription opens. Default `tablequeue_rate_limits`.
+   */
+  rateLimitsTable?: string;
 }
 
 export interface ResolvedBrokerOptions {
@@ -96,6 +102,7 @@ export interface ResolvedBrokerOptions {
   readonly dedupeWindowsTable: string;
   readonly queueControlsTable: string;
   readonly cancellationsTable: string;
+  readonly rateLimitsTable: string;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -120,6 +127,7 @@ const OPTION_KEYS = new Set([
   'dedupeWindowsTable',
   'queueControlsTable',
   'cancellationsTable',
+  'rateLimitsTable',
 ]);
 
 /** The error goes last, where the console prints its stack (and cause) below the line and the other fields. */
@@ -157,6 +165,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
   if (options.dedupeWindowsTable !== undefined) parseQualifiedName(options.dedupeWindowsTable, `${WHERE}: dedupeWindowsTable`);
   if (options.queueControlsTable !== undefined) parseQualifiedName(options.queueControlsTable, `${WHERE}: queueControlsTable`);
   if (options.cancellationsTable !== undefined) parseQualifiedName(options.cancellationsTable, `${WHERE}: cancellationsTable`);
+  if (options.rateLimitsTable !== undefined) parseQualifiedName(options.rateLimitsTable, `${WHERE}: rateLimitsTable`);
   if (options.listen !== undefined && typeof options.listen !== 'boolean') {
     throw new DeclarationError(`new Broker: listen must be true or false, got ${String(options.listen)}`);
   }
@@ -176,6 +185,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     dedupeWindowsTable: options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
     queueControlsTable: options.queueControlsTable ?? DEFAULT_QUEUE_CONTROLS_TABLE,
     cancellationsTable: options.cancellationsTable ?? DEFAULT_CANCELLATIONS_TABLE,
+    rateLimitsTable: options.rateLimitsTable ?? DEFAULT_RATE_LIMITS_TABLE,
   });
 }
 

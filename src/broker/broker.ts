@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Queue, QueueTable } from '../definition/define-table.js';
 import { Queue as QueueClass } from '../definition/define-table.js';
 import type { Dialect } from '../dialect/dialect.js';
+import { parseRateLimitsTable } from '../dialect/rate-limit-statements.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
 import { createDriver } from '../driver/create-driver.js';
 import { AlreadySubscribedError, ClosedError, DeclarationError, UnsupportedError, type QueueError } from '../errors.js';
@@ -298,6 +299,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
           events: this.#lifecycleEvents,
           readPaused: (queue) => queueControls.isPaused(queueControlKeyOf(queue, 'subscribe')),
           cancellations,
+          rateLimitsTable: parseRateLimitsTable(this.#options.rateLimitsTable, dialect.name),
         });
       }
       for (const gate of this.#dedupeGates) await gate.open(driver, dialect);

@@ -1,5 +1,6 @@
 import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
-import type { Driver } from '../driver/driver.js';
+import type { Connection, Driver } from '../driver/driver.js';
+import type { ParamValues, Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 
 /** What a claim form needs from its subscription. */
@@ -29,6 +30,19 @@ export interface FormContext {
   readonly hasRoomForConnection: () => boolean;
   /** `concurrency`: limits every claim of the queue enforces (lease: behind its guard; row lock: by slot rows). */
   readonly concurrency: ConcurrencyLimits | undefined;
+  /** `rate` (lease form): the slots every claim of the queue takes behind the rate guard. */
+  readonly rate?: RateClaim | undefined;
+}
+
+/** What a claim under a rate limit runs (subscription/rate-limit.ts), after the concurrency guard and count. */
+export interface RateClaim {
+  /** Takes the rate guard, where the claim's transaction is not already one (SQLite's is). */
+  guard(connection: Connection): Promise<void>;
+  /** How many rows the rate lets this claim take now (0 notes when the next slot frees). */
+  free(connection: Connection, values: ParamValues): Promise<number>;
+  /** Uses one slot per row taken. */
+  use(connection: Connection, values: ParamValues, taken: number): Promise<void>;
+  readonly statements: readonly Statement[];
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Connection, Driver } from '../driver/driver.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
 import { ownsGroup } from './claim-guard.js';
+import type { RateClaim } from './form-context.js';
 
 export interface LeaseClaimerOptions {
   readonly claim: LeaseClaim;
@@ -25,6 +26,11 @@ export interface LeaseClaimerOptions {
   readonly stopsAtFirstTaken: boolean;
   /** Concurrency limits: the claim runs behind the queue's guard and takes what the limits leave. */
   readonly concurrency?: ConcurrencyClaim | undefined;
+  /**
+   * A rate limit: the claim runs in a transaction of its own (`begin`, unless the concurrency
+   * limits' opens it) behind the rate guard, takes at most the free slots and uses one per row.
+   */
+  readonly rate?: { readonly begin: readonly Statement[]; readonly claim: RateClaim } | undefined;
 }
 
 /**
@@ -57,8 +63,9 @@ export class LeaseClaimer {
 
   /** The claim's statements, for the start-up prepare check. */
   get statements(): Statement[] {
-    const { claim, concurrency } = this.#options;
+    const { claim, concurrency, rate } = this.#options;
     const limits = concurrency === undefined ? [] : [...(concurrency.guard ? [concurrency.guard] : []), concurrency.inWork];
+    if (rate !== undefined) limits.push(...rate.claim.statements);
     const claims =
       claim.kind === 'single'
         ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
@@ -79,8 +86,8 @@ export class LeaseClaimer {
    * and the connection's state is then unknown; undefined as for `claim`.
    */
   async claimOn(connection: Connection, values: ParamValues): Promise<Record<string, unknown>[] | undefined> {
-    const { claim, ownTransaction, concurrency } = this.#options;
-    if (concurrency !== undefined) return this.#claimUnderLimits(connection, concurrency, values);
+    const { claim, ownTransaction, concurrency, rate } = this.#options;
+    if (concurrency !== undefined || rate !== undefined) return this.#claimUnderLimits(connection, values);
     if (claim.kind === 'selectThenStamp') {
       return inTransaction(connection, this.#session(claim.begin), (transaction) =>
         this.#selectThenStamp(connection, transaction, claim, values),
@@ -100,29 +107,38 @@ export class LeaseClaimer {
   }
 
   /**
-   * Behind the queue's guard, no other claim of the queue runs until this one commits, so the
-   * rows counted in work stay the rows in work; a limit reached takes nothing, like an empty queue.
+   * Behind the queue's guards, no other claim of the queue runs until this one commits, so the
+   * rows counted in work stay the rows in work and the slots read free stay free; a limit reached
+   * takes nothing, like an empty queue. The concurrency guard comes first in every claim, then
+   * the rate's, so two claims never wait on each other's.
    */
-  #claimUnderLimits(
-    connection: Connection,
-    concurrency: ConcurrencyClaim,
-    values: ParamValues,
-  ): Promise<Record<string, unknown>[]> {
-    const { claim } = this.#options;
-    return inTransaction(connection, this.#session(concurrency.begin), async (transaction) => {
-      if (concurrency.guard !== undefined) await connection.execute(bindStatement(concurrency.guard, values));
+  #claimUnderLimits(connection: Connection, values: ParamValues): Promise<Record<string, unknown>[]> {
+    const { claim, concurrency, rate } = this.#options;
+    const begin = concurrency?.begin ?? rate?.begin ?? [];
+    return inTransaction(connection, this.#session(begin), async (transaction) => {
       let limit = Number(values.limit);
-      if (concurrency.global !== undefined) {
-        const inWork = (await connection.execute(bindStatement(concurrency.inWork, values))).rows[0]?.[IN_WORK_COLUMN];
-        limit = Math.min(limit, concurrency.global - Number(inWork));
+      if (concurrency !== undefined) {
+        if (concurrency.guard !== undefined) await connection.execute(bindStatement(concurrency.guard, values));
+        if (concurrency.global !== undefined) {
+          const inWork = (await connection.execute(bindStatement(concurrency.inWork, values))).rows[0]?.[IN_WORK_COLUMN];
+          limit = Math.min(limit, concurrency.global - Number(inWork));
+        }
+      }
+      if (limit > 0 && rate !== undefined) {
+        await rate.claim.guard(connection);
+        limit = Math.min(limit, await rate.claim.free(connection, values));
       }
       if (limit <= 0) {
         await transaction.rollBack();
         return [];
       }
       const limited = { ...values, limit };
-      if (claim.kind === 'selectThenStamp') return this.#selectThenStamp(connection, transaction, claim, limited);
-      return (await connection.execute(bindStatement(claim.statement, limited))).rows;
+      const rows =
+        claim.kind === 'selectThenStamp'
+          ? await this.#selectThenStamp(connection, transaction, claim, limited)
+          : (await connection.execute(bindStatement(claim.statement, limited))).rows;
+      if (rate !== undefined && rows.length > 0) await rate.claim.use(connection, values, rows.length);
+      return rows;
     });
   }
 

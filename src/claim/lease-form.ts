@@ -33,6 +33,8 @@ interface LeaseStatementSet {
   readonly claim: LeaseClaim;
   /** With concurrency limits: the guard and count the claim runs behind. */
   readonly concurrency: ConcurrencyClaim | undefined;
+  /** With a rate limit: the transaction its claim opens when no concurrency limit opens one. */
+  readonly rateBegin: readonly Statement[];
   readonly commit: Statement;
   readonly rollback: Statement;
   readonly extend: Statement;
@@ -82,11 +84,14 @@ export class LeaseForm implements ClaimForm {
     this.#context = context;
     this.#options = options;
     this.holdsConnection = context.transactional;
-    // Claims under concurrency limits wait on one guard per queue anyway: one claim fills every idle worker.
+    // Claims under concurrency or rate limits wait on one guard per queue anyway: one claim fills every idle worker.
     this.claimsOneAtATime =
-      claimsOneAtATime(context) || context.dialect.capabilities.leaseClaimLocksRows || context.concurrency !== undefined;
+      claimsOneAtATime(context) ||
+      context.dialect.capabilities.leaseClaimLocksRows ||
+      context.concurrency !== undefined ||
+      context.rate !== undefined;
     this.#statements = renderLeaseStatements(context);
-    const { claim, commit, rollback, concurrency } = this.#statements;
+    const { claim, commit, rollback, concurrency, rateBegin } = this.#statements;
     this.#claimer = new LeaseClaimer({
       claim,
       commit,
@@ -94,6 +99,7 @@ export class LeaseForm implements ClaimForm {
       idColumn: context.spec.id.column,
       stopsAtFirstTaken: false,
       concurrency,
+      rate: context.rate && { begin: rateBegin, claim: context.rate },
     });
     this.#keeper = new LeaseKeeper({
       driver: context.driver,
@@ -119,6 +125,7 @@ export class LeaseForm implements ClaimForm {
       claim.kind === 'single' &&
       claim.guarded === undefined &&
       concurrency === undefined &&
+      context.rate === undefined &&
       !context.dialect.capabilities.hasSingleWriter;
     this.#gatherer =
       isParallelSingleStatement && !context.transactional
@@ -357,18 +364,20 @@ function renderLeaseStatements(context: FormContext): LeaseStatementSet {
   const release = dialect.lease.release(spec);
   const begin = dialect.session.begin({ sqliteBegin: 'immediate' });
   const limits = concurrency === undefined ? undefined : createConcurrencyStatements(dialect.name);
+  // Postgres and MySQL at read committed, so each statement reads what committed before the
+  // guards were taken; SQLite's IMMEDIATE is itself the guard.
+  const limitsBegin = dialect.capabilities.isolationLevels.includes('read committed')
+    ? dialect.session.begin({ isolation: 'read committed' })
+    : begin;
   return {
     claim: dialect.lease.claim(spec, columns, { perKey: concurrency?.perKey !== undefined }),
-    // Postgres and MySQL at read committed, so each statement reads what committed before the
-    // guard was taken; SQLite's IMMEDIATE is itself the guard.
     concurrency: limits && {
-      begin: dialect.capabilities.isolationLevels.includes('read committed')
-        ? dialect.session.begin({ isolation: 'read committed' })
-        : begin,
+      begin: limitsBegin,
       guard: limits.guard(spec),
       inWork: limits.inWork(spec),
       global: concurrency?.global,
     },
+    rateBegin: limitsBegin,
     begin,
     beginDelivery: dialect.session.begin({ isolation: spec.isolation, sqliteBegin: spec.sqliteBegin }),
     confirm: dialect.lease.confirm(spec),

@@ -8,7 +8,7 @@ import { WakeSignal } from '../internal/wake-signal.js';
 import type { DeliveryUnit, Dispatcher } from './dispatcher.js';
 import type { BudgetMember, PoolBudget } from './pool-budget.js';
 
-type ClaimResult = 'took rows' | 'empty' | 'failed' | 'paused';
+type ClaimResult = 'took rows' | 'empty' | 'failed' | 'paused' | 'rate limited';
 
 /** Times one claim is retried at once after contention before its failure is reported. */
 export const MAX_CONTENTION_RETRIES = 5;
@@ -70,6 +70,17 @@ export interface ClaimLoopOptions {
   readonly signals?: ClaimLoopSignals;
   /** Without it the queue is never paused. */
   readonly pause?: PauseGate;
+  /** Without it no claim is held back by a rate. */
+  readonly rate?: RateGate;
+}
+
+/** A subscription's rate limit (subscription/rate-limit.ts), as the loop sees it. */
+export interface RateGate {
+  /**
+   * After a claim that took nothing: milliseconds until the rate lets a claim take a row again,
+   * when the rate is what held it back; undefined when the queue was simply empty.
+   */
+  takeWaitMs(): number | undefined;
 }
 
 /** What the loop tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */
@@ -82,6 +93,8 @@ export class ClaimLoopSignals {
   readonly claimFailed = new TestSignal<unknown>();
   /** The queue was paused, so no claim ran. */
   readonly pausedNoClaim = new TestSignal();
+  /** A claim took nothing because the rate limit had no slot free; the loop waits this many ms. */
+  readonly rateLimited = new TestSignal<number>();
   /** After an empty or failed claim the loop waits this many milliseconds, unless woken. */
   readonly waiting = new TestSignal<number>();
   /** Stop handed back the rows that waited for a worker, this many. */
@@ -128,6 +141,8 @@ export class ClaimLoop {
   #isProbing = true;
   #isWaiting = false;
   #isBackingOff = false;
+  /** How long the last claim held back by the rate waits. */
+  #rateWaitMs = 0;
   /** Empty waits since a claim last took rows, which shortens them; undefined before any took rows. */
   #emptyWaits: number | undefined;
   #isStopping = false;
@@ -302,6 +317,13 @@ export class ClaimLoop {
       return 'took rows';
     }
     if (rows.length === 0) {
+      const rateWaitMs = this.#options.rate?.takeWaitMs();
+      if (rateWaitMs !== undefined) {
+        this.#rateWaitMs = rateWaitMs;
+        this.#isProbing = true;
+        this.#signals.rateLimited.emit(rateWaitMs);
+        return 'rate limited';
+      }
       this.counters.emptyClaims += 1;
       this.#isProbing = true;
       this.#signals.claimCameBackEmpty.emit();
@@ -320,15 +342,20 @@ export class ClaimLoop {
    * After the last claim in flight came back empty, the next claim waits for the poll interval
    * (shorter while the queue was recently busy) or a wake; after a failed claim it waits
    * FAILED_CLAIM_BACKOFF_MS whatever wakes arrive; while the queue is paused, until the pause
-   * state is due to be read again or a wake (a notified resume among them).
+   * state is due to be read again or a wake (a notified resume among them); after a claim the
+   * rate held back, until its next slot frees, whatever wakes arrive: each publish would wake a
+   * claim that can only find the slots used again.
    */
   async #waitThenPump(result: Exclude<ClaimResult, 'took rows'>): Promise<void> {
     this.#isWaiting = true;
-    this.#isBackingOff = result === 'failed';
+    this.#isBackingOff = result === 'failed' || result === 'rate limited';
     try {
       if (result === 'failed') {
         this.#signals.waiting.emit(FAILED_CLAIM_BACKOFF_MS);
         await abortableSleep(FAILED_CLAIM_BACKOFF_MS, this.#stop.signal);
+      } else if (result === 'rate limited') {
+        this.#signals.waiting.emit(this.#rateWaitMs);
+        await abortableSleep(this.#rateWaitMs, this.#stop.signal);
       } else if (result === 'paused') {
         const waitMs = this.#options.pause?.msUntilStale() ?? this.#options.pollIntervalMs;
         this.#signals.waiting.emit(waitMs);

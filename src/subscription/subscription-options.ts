@@ -6,6 +6,7 @@ import type { PublishOptions } from '../publish/publish-options.js';
 import type { ConcurrencyLimits } from '../claim/form-context.js';
 import { DeclarationError } from '../errors.js';
 import { resolveConcurrency, type ConcurrencyOption } from './concurrency-limits.js';
+import { resolveRate, type RateLimitSettings, type RateOption } from './rate-limit.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
 import { validateQueueName } from '../definition/queue-name.js';
 import { MAX_LEASE_MS, MAX_TIMER_MS, millisecondsFromZero, positiveInteger, positiveMilliseconds } from '../option-checks.js';
@@ -112,6 +113,12 @@ export interface SubscribeOptionsBase<Payload = unknown> {
    * claim that finds the limit reached takes nothing and waits as after an empty claim.
    */
   concurrency?: ConcurrencyOption;
+  /**
+   * Lease form: at most `limit` claims (rows taken) of this queue within any `perMs` across
+   * every broker and process, kept in the rate limits table. A claim the rate holds back waits
+   * until the next slot frees.
+   */
+  rate?: RateOption;
   /** Decodes the payload bytes; default JSON. */
   decode?: Decoder<Payload>;
   /** Default `'drop'`. */
@@ -155,6 +162,7 @@ export interface ResolvedSubscribeOptions {
   readonly settlementWindowMs: number;
   readonly prefetch: number;
   readonly concurrency: ConcurrencyLimits | undefined;
+  readonly rate: RateLimitSettings | undefined;
   readonly decode: Decoder<unknown> | undefined;
   readonly onDecodeFailure: DecodeFailurePolicy;
   readonly maxAttempts: number | undefined;
@@ -205,6 +213,7 @@ const OPTION_KEYS = new Set([
   'settlementWindowMs',
   'prefetch',
   'concurrency',
+  'rate',
   'decode',
   'onDecodeFailure',
   'maxAttempts',
@@ -308,6 +317,7 @@ export function resolveSubscribeOptions(
     settlementWindowMs,
     prefetch,
     concurrency: resolveConcurrency(options.concurrency, where),
+    rate: resolveRate(options.rate, where),
     decode: options.decode,
     onDecodeFailure: policy,
     maxAttempts,

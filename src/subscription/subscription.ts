@@ -24,6 +24,8 @@ import { transactionalContext } from './transactional-context.js';
 import type { BatchHandler, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
 import { checkConcurrencyFits, ensureConcurrencyGuards } from './concurrency-limits.js';
 import { WorkerSlots } from './worker-slots.js';
+import { checkRateFits, RateLimiter, type RateLimitSettings } from './rate-limit.js';
+import { DEFAULT_RATE_LIMITS_TABLE, parseRateLimitsTable, type RateLimitsTable } from '../dialect/rate-limit-statements.js';
 
 /**
  * After the stop timeout aborts the handlers' signal, they get this long to return before their
@@ -64,6 +66,10 @@ export interface SubscriptionStats {
   readonly timedOut: number;
   /** Whether an operator paused the queue, as the subscription last read it (`broker.pause`). */
   readonly paused: boolean;
+  /** `rate`: at most `limit` claims of the queue per `perMs` across brokers; undefined without. */
+  readonly rate: RateLimitSettings | undefined;
+  /** Claims that took nothing because the rate had no slot free. */
+  readonly rateHeldBack: number;
 }
 
 export interface SubscriptionRuntime {
@@ -84,6 +90,8 @@ export interface SubscriptionRuntime {
   readonly cancellations?: CancellationRecords;
   /** Whether an operator paused the queue (the queue controls table); may throw. Without it, never. */
   readonly readPaused?: (queue: Queue<unknown>) => Promise<boolean>;
+  /** Where `rate` subscriptions keep their slots (broker option `rateLimitsTable`); default `tablequeue_rate_limits`. */
+  readonly rateLimitsTable?: RateLimitsTable;
 }
 
 export interface ThreadRequest {
@@ -115,6 +123,7 @@ export class Subscription {
   #leasesLost = 0;
   #cancellations: CancellationWatch | undefined;
   #pause: PauseWatch | undefined;
+  #rate: RateLimiter | undefined;
   /** Dormant unless a test turns its signals on or sets its clock. */
   readonly testHooks = new SubscriptionTestHooks();
 
@@ -167,6 +176,13 @@ export class Subscription {
       checkConcurrencyFits(concurrency, spec, dialect, this.name);
       await ensureConcurrencyGuards(driver, dialect, spec, concurrency, this.queue.group);
     }
+    const { rate } = this.#options;
+    if (rate !== undefined) {
+      checkRateFits(spec, dialect, this.name);
+      const table = runtime.rateLimitsTable ?? parseRateLimitsTable(DEFAULT_RATE_LIMITS_TABLE, dialect.name);
+      this.#rate = new RateLimiter({ dialect, table, spec, group: this.queue.group, settings: rate });
+      await this.#rate.ensure(driver);
+    }
     const columns = await this.#readColumns(runtime);
     const deadLetter = this.#deadLetterTarget(spec);
     const { transactional, workers, batch, isKeyed } = this.#options;
@@ -182,6 +198,7 @@ export class Subscription {
       transactional,
       keyed: isKeyed,
       hasRoomForConnection: () => budget.held < budget.limit,
+      rate: this.#rate,
       concurrency,
     };
     const leaseMs = roundLeaseMs(this.#options.leaseMs);
@@ -275,6 +292,7 @@ export class Subscription {
       handBack: (row) => this.#handBack(runtime, row),
       signals: this.testHooks.loop,
       pause: this.#pause,
+      rate: this.#rate && { takeWaitMs: () => this.#rate?.takeWaitMs(clock.now().getTime()) },
     });
   }
 
@@ -370,6 +388,8 @@ export class Subscription {
       deadlocksRetried: loop?.counters.deadlocksRetried ?? 0,
       timedOut: runner?.timedOut ?? 0,
       paused: this.#pause?.isPausedNow ?? false,
+      rate: this.#options.rate,
+      rateHeldBack: this.#rate?.heldBack ?? 0,
     };
   }
 

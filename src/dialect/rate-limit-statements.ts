@@ -1,0 +1,186 @@
+/**
+ * The rate limits table (`subscribe(…, { rate: { limit, perMs } })`): a sliding window of `limit`
+ * slot rows per queue, each holding when it was last used (`used_at_ms`, milliseconds since the
+ * epoch on the claiming host's clock). A claim takes only slots unused for `perMs`, stamps one per
+ * row it took, and the claim's transaction holds slot 1's row lock (the queue's rate guard) so no
+ * other claim of the queue reads the same slots free.
+ *
+ * Why slots and not a token bucket: a bucket of `limit` tokens refilled at `limit` per `perMs`
+ * lets a full bucket go at once and then the refill, so 50 per second can be 100 claims within one
+ * second (the test's own numbers). A slot is reused only `perMs` after its last use, so any window
+ * of `perMs` holds at most `limit` claims, at the cost of `limit` rows per queue and a count over
+ * them in each claim (see MAX_RATE_LIMIT in subscription/rate-limit.ts for the cap of 1,000).
+ *
+ * Why the host clock: the claim already carries the host's now (its lease is stamped from it), and
+ * the wait before the next claim is a host timer set from `oldest_use_ms`. Hosts whose clocks
+ * differ by δ shorten the window by δ: with clocks kept by NTP (a few ms), 50 per 1,000 ms is at
+ * worst 50 per 995 ms.
+ */
+import type { Statement } from '../statement.js';
+import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
+import {
+  BACKTICK_STYLE,
+  DOUBLE_QUOTE_STYLE,
+  fixedSql,
+  identifier,
+  joinSql,
+  param,
+  qualifiedName,
+  renderDdl,
+  renderStatement,
+  sql,
+  type SqlStyle,
+  type SqlText,
+} from './quoting.js';
+
+/** The table the rate slots live in when the broker option `rateLimitsTable` names none. */
+export const DEFAULT_RATE_LIMITS_TABLE = 'tablequeue_rate_limits';
+
+export interface RateLimitsTable {
+  readonly schema: string | undefined;
+  readonly name: string;
+}
+
+export type RateLimitDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+
+export const RATE_LIMIT_COLUMNS = Object.freeze({
+  /** The queue table's qualified name as declared. */
+  queueTable: 'queue_table',
+  /** The queue's group, or empty text on a table without groups. */
+  queueName: 'queue_name',
+  /** 1 to `limit`; slots above a lowered limit are kept and never taken. */
+  slot: 'slot',
+  /** When the slot was last used, host milliseconds since the epoch; 0 for never. */
+  usedAtMs: 'used_at_ms',
+});
+
+/** `free`'s columns: slots free now, and the oldest use among the queue's slots. */
+export const FREE_SLOTS_COLUMN = 'free_slots';
+export const OLDEST_USE_COLUMN = 'oldest_use_ms';
+
+/**
+ * Statements over the rate limits table. The queue is bound as `column:queue_table` and
+ * `column:queue_name`; `slots` is the limit, `freeSince` the host's now less `perMs` (a slot used at
+ * or before it is free), `usedAt` the host's now, `taken` the rows the claim took.
+ */
+export interface RateLimitStatements {
+  /** `CREATE TABLE IF NOT EXISTS`, run when a subscription with `rate` opens. */
+  createTable(table: RateLimitsTable): string;
+  /** Adds the queue's slots 1 to `:slots` that are missing, never used. */
+  addSlots(table: RateLimitsTable): Statement;
+  /**
+   * Locks slot 1's row until the claim's transaction ends, so claims of one queue read and use
+   * the slots one at a time; undefined on SQLite, whose `BEGIN IMMEDIATE` already does.
+   */
+  guard(table: RateLimitsTable): Statement | undefined;
+  /** One row: `free_slots` among slots 1 to `:slots`, and their `oldest_use_ms`. */
+  free(table: RateLimitsTable): Statement;
+  /** Stamps `:usedAt` on the `:taken` free slots used longest ago. */
+  use(table: RateLimitsTable): Statement;
+}
+
+const c = RATE_LIMIT_COLUMNS;
+const QUEUE_TABLE = param(`column:${c.queueTable}`);
+const QUEUE_NAME = param(`column:${c.queueName}`);
+
+interface RateSpelling {
+  readonly style: SqlStyle;
+  readonly keyType: string;
+  /** Inserts the numbers 1 to `:slots` as new slots, keeping those that exist. */
+  addSlots(into: SqlText, columns: SqlText): SqlText;
+  /** Stamps the `:taken` free slots used longest ago; `free` is the condition naming free slots. */
+  use(table: SqlText, queue: SqlText, free: SqlText): SqlText;
+}
+
+const order = sql`${identifier(c.usedAtMs)}, ${identifier(c.slot)}`;
+const stamp = sql`${identifier(c.usedAtMs)} = ${param('usedAt')}`;
+
+/** Postgres and SQLite update no ordered prefix of rows directly: the slots are named by a subquery. */
+function useBySubquery(table: SqlText, queue: SqlText, free: SqlText): SqlText {
+  const chosen = sql`SELECT ${identifier(c.slot)} FROM ${table} WHERE ${queue} AND ${free} ORDER BY ${order} LIMIT ${param('taken')}`;
+  return sql`UPDATE ${table} SET ${stamp} WHERE ${queue} AND ${identifier(c.slot)} IN (${chosen})`;
+}
+
+const POSTGRES: RateSpelling = {
+  style: DOUBLE_QUOTE_STYLE,
+  keyType: 'text',
+  addSlots: (into, columns) =>
+    sql`INSERT INTO ${into} (${columns}) SELECT ${QUEUE_TABLE}::text, ${QUEUE_NAME}::text, tablequeue_slot, 0 FROM generate_series(1, ${param('slots')}::integer) AS tablequeue_slot ON CONFLICT DO NOTHING`,
+  use: useBySubquery,
+};
+
+/**
+ * Binary keys, as the queue controls table: names compare exactly on both flavours. The numbers
+ * come from a recursive CTE, which MySQL stops at 1,000 rows by default (`cte_max_recursion_depth`),
+ * the cap on `limit`; the no-op update keeps slots that exist.
+ */
+const MYSQL: RateSpelling = {
+  style: BACKTICK_STYLE,
+  keyType: 'varbinary(1020)',
+  addSlots: (into, columns) =>
+    sql`INSERT INTO ${into} (${columns}) WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ${param('slots')}) SELECT ${QUEUE_TABLE}, ${QUEUE_NAME}, n, 0 FROM tablequeue_slots ON DUPLICATE KEY UPDATE ${identifier(c.slot)} = ${identifier(c.slot)}`,
+  use: (table, queue, free) => sql`UPDATE ${table} SET ${stamp} WHERE ${queue} AND ${free} ORDER BY ${order} LIMIT ${param('taken')}`,
+};
+
+/** `WHERE true` tells SQLite's parser that ON CONFLICT belongs to the INSERT, not to a join. */
+const SQLITE: RateSpelling = {
+  style: BACKTICK_STYLE,
+  keyType: 'text',
+  addSlots: (into, columns) =>
+    sql`WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ${param('slots')}) INSERT INTO ${into} (${columns}) SELECT ${QUEUE_TABLE}, ${QUEUE_NAME}, n, 0 FROM tablequeue_slots WHERE true ON CONFLICT DO NOTHING`,
+  use: useBySubquery,
+};
+
+const SPELLINGS: Record<RateLimitDatabase, RateSpelling> = { postgres: POSTGRES, mysql: MYSQL, mariadb: MYSQL, sqlite: SQLITE };
+
+/** Parses and validates `name` or `schema.name` for the rate limits table on `database`. */
+export function parseRateLimitsTable(value: string, database: RateLimitDatabase): RateLimitsTable {
+  const parsed = parseQualifiedName(value, 'rate limits table');
+  if (database === 'postgres') {
+    validatePostgresIdentifier(parsed.name, 'rate limits table');
+    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of rate limits table');
+  }
+  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+}
+
+export function createRateLimitStatements(database: RateLimitDatabase): RateLimitStatements {
+  const spelling = SPELLINGS[database];
+  const { style } = spelling;
+  const tableOf = (table: RateLimitsTable) => qualifiedName(table.schema, table.name);
+  const queue = sql`${identifier(c.queueTable)} = ${QUEUE_TABLE} AND ${identifier(c.queueName)} = ${QUEUE_NAME}`;
+  const inLimit = sql`${identifier(c.slot)} <= ${param('slots')}`;
+  const free = sql`${inLimit} AND ${identifier(c.usedAtMs)} <= ${param('freeSince')}`;
+  const columns = joinSql([c.queueTable, c.queueName, c.slot, c.usedAtMs].map(identifier), ', ');
+  return Object.freeze({
+    createTable: (table: RateLimitsTable) => {
+      const definitions: [string, string][] = [
+        [c.queueTable, `${spelling.keyType} NOT NULL`],
+        [c.queueName, `${spelling.keyType} NOT NULL`],
+        [c.slot, 'integer NOT NULL'],
+        [c.usedAtMs, 'bigint NOT NULL'],
+      ];
+      const list = joinSql(
+        definitions.map(([name, type]) => sql`  ${identifier(name)} ${fixedSql(type)}`),
+        ',\n',
+      );
+      const primaryKey = sql`  PRIMARY KEY (${joinSql([c.queueTable, c.queueName, c.slot].map(identifier), ', ')})`;
+      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOf(table)} (\n${list},\n${primaryKey}\n)`);
+    },
+    addSlots: (table: RateLimitsTable) => renderStatement(style, 'rate.addSlots', spelling.addSlots(tableOf(table), columns)),
+    guard: (table: RateLimitsTable) =>
+      spelling === SQLITE
+        ? undefined
+        : renderStatement(
+            style,
+            'rate.guard',
+            sql`SELECT ${identifier(c.slot)} FROM ${tableOf(table)} WHERE ${queue} AND ${identifier(c.slot)} = 1 FOR UPDATE`,
+          ),
+    free: (table: RateLimitsTable) =>
+      renderStatement(
+        style,
+        'rate.free',
+        sql`SELECT COUNT(CASE WHEN ${identifier(c.usedAtMs)} <= ${param('freeSince')} THEN 1 END) AS ${identifier(FREE_SLOTS_COLUMN)}, MIN(${identifier(c.usedAtMs)}) AS ${identifier(OLDEST_USE_COLUMN)} FROM ${tableOf(table)} WHERE ${queue} AND ${inLimit}`,
+      ),
+    use: (table: RateLimitsTable) => renderStatement(style, 'rate.use', spelling.use(tableOf(table), queue, free)),
+  });
+}
