@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HeldRow } from '../claim/claim-form.js';
 import type { PoolStats } from '../driver/driver.js';
 import { createDeferred, type Deferred } from '../internal/deferred.js';
-import { ClaimLoop, ClaimLoopSignals, FAILED_CLAIM_BACKOFF_MS, MAX_CONTENTION_RETRIES, type PauseGate } from './claim-loop.js';
+import { ClaimLoop, ClaimLoopSignals, FAILED_CLAIM_BACKOFF_MS, MAX_CONTENTION_RETRIES, type PauseGate, type RateGate } from './claim-loop.js';
 import { PoolBudget } from './pool-budget.js';
 import { WorkerSlots } from './worker-slots.js';
 
@@ -44,6 +44,7 @@ function createLoop(
   onClaimError: (error: unknown) => void = () => undefined,
   signals = new ClaimLoopSignals(),
   pause?: PauseGate,
+  rate?: RateGate,
 ): ClaimLoop {
   const dispatcher = new WorkerSlots({ workers, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
   const loop: ClaimLoop = new ClaimLoop({
@@ -62,6 +63,7 @@ function createLoop(
     handBack: () => Promise.resolve(),
     signals,
     pause,
+    rate,
   });
   return loop;
 }
@@ -84,6 +86,28 @@ describe('ClaimLoop', () => {
     await claims.started(1);
     expect(loop.counters.claims).toBe(1);
     claims.pending[0]!.resolve([]);
+    await loop.stop();
+  });
+
+  it('after a claim the rate held back, sleeps until the next slot frees, through wakes, and counts no empty claim', async () => {
+    const claims = new ScriptedClaims();
+    const signals = new ClaimLoopSignals();
+    const waits = [200];
+    const loop = createLoop(claims, 1, undefined, signals, undefined, { takeWaitMs: () => waits.shift() });
+    signals.waiting.turnOn();
+    signals.rateLimited.turnOn();
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([]);
+    expect(await signals.rateLimited.next({ what: 'the claim the rate held back' })).toBe(200);
+    expect(await signals.waiting.next({ what: 'the wait for the next slot' })).toBe(200);
+    // A publish's wake would end an empty wait; it does not end this one.
+    loop.wake();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(claims.pending).toHaveLength(1);
+    await claims.started(2);
+    expect(loop.counters.emptyClaims).toBe(0);
+    claims.pending[1]!.resolve([heldRow('a')]);
     await loop.stop();
   });
 
