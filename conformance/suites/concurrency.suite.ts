@@ -132,6 +132,9 @@ function registerConcurrencyTests(context: SuiteContext): void {
       expect(gate.started.items).toHaveLength(2);
       if (form === 'lease') expect(await countRows(context.db, 'jobs', 'locked_until IS NOT NULL')).toBe(2);
       expect(statsOf(brokers[0]!, queue).concurrency).toEqual({ global: 2, perKey: undefined });
+      const metrics = brokers[0]!.metrics();
+      expect(metrics).toContain('tablequeue_concurrency_limit{table="jobs",queue="emails",scope="global"} 2\n');
+      expect(metrics).not.toContain('scope="perKey"');
       gate.open();
       await gate.started.waitFor(6);
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');

@@ -40,6 +40,8 @@ export interface SubscriptionCounts {
   readonly connectionsHeld: number;
   /** Whether an operator paused the queue, as the subscription last read it. */
   readonly paused: boolean;
+  /** The subscription's `concurrency` limits, when it declares them. */
+  readonly concurrency?: { readonly global: number | undefined; readonly perKey: number | undefined } | undefined;
 }
 
 export interface SubscriptionLabels {
@@ -52,7 +54,7 @@ export interface SubscriptionLabels {
 const LABELS = ['table', 'queue'];
 
 /** The counts copied into counters; the others go into gauges. */
-type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld' | 'paused'>;
+type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld' | 'paused' | 'concurrency'>;
 
 /** The per-subscription series counted on the delivery path, resolved once when it opens. */
 export class SubscriptionMetrics {
@@ -92,6 +94,7 @@ export class BrokerMetrics {
   readonly #inWork: MetricFamily<Gauge>;
   readonly #subscriptionConnections: MetricFamily<Gauge>;
   readonly #paused: MetricFamily<Gauge>;
+  readonly #concurrencyLimit: MetricFamily<Gauge>;
   readonly #scheduleFires: MetricFamily<Counter>;
   readonly #scheduleMissed: MetricFamily<Counter>;
   readonly #prunedRows: MetricFamily<Counter>;
@@ -147,6 +150,11 @@ export class BrokerMetrics {
       name: 'tablequeue_queue_paused',
       help: 'Whether an operator paused the queue (broker.pause, tablequeue pause), 1 or 0, as the subscription last read it.',
       labelNames: LABELS,
+    });
+    this.#concurrencyLimit = registry.gauge({
+      name: 'tablequeue_concurrency_limit',
+      help: "A subscription's concurrency limit on the queue's rows in work across every broker: scope global, or perKey (per partition key).",
+      labelNames: [...LABELS, 'scope'],
     });
     this.#scheduleFires = counter(
       'tablequeue_schedule_fires_total',
@@ -204,6 +212,12 @@ export class BrokerMetrics {
     const inWork = this.#inWork.labels(...values);
     const connections = this.#subscriptionConnections.labels(...values);
     const paused = this.#paused.labels(...values);
+    // Only the limits a subscription declares get a series; they never change while it runs.
+    const limits = counts().concurrency;
+    for (const scope of ['global', 'perKey'] as const) {
+      const limit = limits?.[scope];
+      if (limit !== undefined) this.#concurrencyLimit.labels(...values, scope).set(limit);
+    }
     this.#registry.addCollector(() => {
       const now = counts();
       for (const { key, series } of copied) series.setTotal(now[key]);
