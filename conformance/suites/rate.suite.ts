@@ -86,6 +86,10 @@ function registerRateTests(context: SuiteContext): void {
     // The held-back claim, then the one its wait ended with: the loop did not poll while waiting.
     expect(statsOf(broker, queue).claims - claimsWhileHeldBack).toBeLessThanOrEqual(2);
     expect(statsOf(broker, queue).rate).toEqual({ limit: 3, perMs: 1_500 });
+    const metrics = broker.metrics();
+    expect(metrics).toContain('tablequeue_rate_limit{table="jobs",queue="emails"} 3\n');
+    expect(metrics).toContain('tablequeue_rate_window_seconds{table="jobs",queue="emails"} 1.5\n');
+    expect(metrics).toMatch(/tablequeue_rate_held_back_total\{table="jobs",queue="emails"\} [1-9]\d*\n/);
     await handledAt.waitFor(8);
     await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
   });

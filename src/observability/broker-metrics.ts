@@ -42,6 +42,10 @@ export interface SubscriptionCounts {
   readonly paused: boolean;
   /** The subscription's `concurrency` limits, when it declares them. */
   readonly concurrency?: { readonly global: number | undefined; readonly perKey: number | undefined } | undefined;
+  /** The subscription's `rate`, when it declares one. */
+  readonly rate?: { readonly limit: number; readonly perMs: number } | undefined;
+  /** Claims that found no rate slot free; counted only under a rate. */
+  readonly rateHeldBack?: number;
 }
 
 export interface SubscriptionLabels {
@@ -54,7 +58,7 @@ export interface SubscriptionLabels {
 const LABELS = ['table', 'queue'];
 
 /** The counts copied into counters; the others go into gauges. */
-type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld' | 'paused' | 'concurrency'>;
+type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld' | 'paused' | 'concurrency' | 'rate' | 'rateHeldBack'>;
 
 /** The per-subscription series counted on the delivery path, resolved once when it opens. */
 export class SubscriptionMetrics {
@@ -95,6 +99,9 @@ export class BrokerMetrics {
   readonly #subscriptionConnections: MetricFamily<Gauge>;
   readonly #paused: MetricFamily<Gauge>;
   readonly #concurrencyLimit: MetricFamily<Gauge>;
+  readonly #rateLimit: MetricFamily<Gauge>;
+  readonly #rateWindowSeconds: MetricFamily<Gauge>;
+  readonly #rateHeldBack: MetricFamily<Counter>;
   readonly #scheduleFires: MetricFamily<Counter>;
   readonly #scheduleMissed: MetricFamily<Counter>;
   readonly #prunedRows: MetricFamily<Counter>;
@@ -156,6 +163,20 @@ export class BrokerMetrics {
       help: "A subscription's concurrency limit on the queue's rows in work across every broker: scope global, or perKey (per partition key).",
       labelNames: [...LABELS, 'scope'],
     });
+    this.#rateLimit = registry.gauge({
+      name: 'tablequeue_rate_limit',
+      help: "A subscription's rate limit: claims of the queue within any window of tablequeue_rate_window_seconds, across every broker.",
+      labelNames: LABELS,
+    });
+    this.#rateWindowSeconds = registry.gauge({
+      name: 'tablequeue_rate_window_seconds',
+      help: "The window of a subscription's rate limit, in seconds.",
+      labelNames: LABELS,
+    });
+    this.#rateHeldBack = counter(
+      'tablequeue_rate_held_back_total',
+      'Claims that took nothing because every rate slot was used within the window; each waits until the next slot frees.',
+    );
     this.#scheduleFires = counter(
       'tablequeue_schedule_fires_total',
       'Ticks of a schedule this broker fired: each wrote its message in the transaction that advanced the schedule.',
@@ -218,8 +239,15 @@ export class BrokerMetrics {
       const limit = limits?.[scope];
       if (limit !== undefined) this.#concurrencyLimit.labels(...values, scope).set(limit);
     }
+    const rate = counts().rate;
+    if (rate !== undefined) {
+      this.#rateLimit.labels(...values).set(rate.limit);
+      this.#rateWindowSeconds.labels(...values).set(rate.perMs / 1000);
+    }
+    const rateHeldBack = rate === undefined ? undefined : this.#rateHeldBack.labels(...values);
     this.#registry.addCollector(() => {
       const now = counts();
+      rateHeldBack?.setTotal(now.rateHeldBack ?? 0);
       for (const { key, series } of copied) series.setTotal(now[key]);
       inWork.set(now.inWork);
       connections.set(now.connectionsHeld);

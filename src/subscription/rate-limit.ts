@@ -189,10 +189,11 @@ export class RateLimiter implements RateClaim {
   }
 }
 
-/** The claim's now (`values.now`, a Date from the host's clock) in milliseconds. */
+/** The claim's now in milliseconds: `values.now`, the Date on the host's clock its lease is stamped from. */
 function hostMilliseconds(values: ParamValues): number {
   const now = values.now;
-  return now instanceof Date ? now.getTime() : Date.now();
+  if (!(now instanceof Date)) throw new TypeError('a claim under a rate limit is bound with its now as a Date');
+  return now.getTime();
 }
 
 async function onceMoreAfterFailure(run: () => Promise<unknown>): Promise<void> {
