@@ -65,7 +65,7 @@ export function dashboardSuite(context: SuiteContext): void {
       driver = await db.openDriver({ poolSize: 2 });
       broker = beatingBroker(db, HEARTBEAT_TABLE);
       // Reads the table but never "emails", whose ready rows are therefore unread.
-      broker.subscribe(table.queue('bulk'), () => gate.promise, { workers: 4 });
+      broker.subscribe(table.queue('bulk'), () => gate.promise, { workers: 4, concurrency: { global: 3 } });
       await broker.start();
       const flags = [...commonFlags(), '--table', 'jobs', '--heartbeat-table', HEARTBEAT_TABLE];
       [browser, readOnly, withActions] = await Promise.all([
@@ -233,11 +233,13 @@ export function dashboardSuite(context: SuiteContext): void {
       }
     });
 
-    it('lists the brokers that beat, with their subscriptions', async () => {
+    it('lists the brokers that beat, with their subscriptions and the limits they declare', async () => {
       const { page } = browser;
       await page.goto(readOnly.url);
-      await page.locator('#brokers tr[data-broker] li[data-subscription="jobs/bulk"]').waitFor();
+      const subscription = page.locator('#brokers tr[data-broker] li[data-subscription="jobs/bulk"]');
+      await subscription.waitFor();
       expect(await page.locator('#brokers tr[data-broker]').count()).toBe(1);
+      expect(await subscription.textContent()).toContain('at most 3 in work');
     });
 
     it('updates the throughput chart while a broker drains', async () => {

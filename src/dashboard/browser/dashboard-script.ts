@@ -45,6 +45,14 @@ interface ReportedSubscription {
   readonly deadLettered: number;
   /** Messages cancelled while in work; brokers older than cancel do not report it. */
   readonly cancelled?: unknown;
+  /** Handlers given up on past their timeoutMs; brokers older than timeouts do not report it. */
+  readonly timedOut?: unknown;
+  /** Whether the subscription last read its queue as paused. */
+  readonly paused?: unknown;
+  /** The subscription's `concurrency` limits across brokers, when it declares any. */
+  readonly concurrency?: unknown;
+  /** The subscription's `rate` limit across brokers, when it declares one. */
+  readonly rate?: unknown;
 }
 
 /** Per table, the groups of the latest read: the requeue target's suggestions. */
@@ -484,6 +492,22 @@ function isReportedSubscription(item: unknown): item is ReportedSubscription {
   );
 }
 
+/** The limits a subscription declares, as the broker reported them: `at most 3 in work`, `at most 50 per 1000 ms`. */
+function limitsOf(subscription: ReportedSubscription): string[] {
+  const limits: string[] = [];
+  const { concurrency, rate } = subscription;
+  if (typeof concurrency === 'object' && concurrency !== null) {
+    const { global, perKey } = concurrency as { global?: unknown; perKey?: unknown };
+    if (typeof global === 'number') limits.push(`at most ${count(global)} in work`);
+    if (typeof perKey === 'number') limits.push(`at most ${count(perKey)} in work per key`);
+  }
+  if (typeof rate === 'object' && rate !== null) {
+    const { limit, perMs } = rate as { limit?: unknown; perMs?: unknown };
+    if (typeof limit === 'number' && typeof perMs === 'number') limits.push(`at most ${count(limit)} per ${count(perMs)} ms`);
+  }
+  return limits;
+}
+
 function subscriptionLine(subscription: ReportedSubscription): HTMLLIElement {
   const details = [
     `${subscription.form} form`,
@@ -495,6 +519,9 @@ function subscriptionLine(subscription: ReportedSubscription): HTMLLIElement {
     `${count(subscription.deadLettered)} dead-lettered`,
   ];
   if (typeof subscription.cancelled === 'number' && subscription.cancelled > 0) details.push(`${count(subscription.cancelled)} cancelled`);
+  if (typeof subscription.timedOut === 'number' && subscription.timedOut > 0) details.push(`${count(subscription.timedOut)} timed out`);
+  details.push(...limitsOf(subscription));
+  if (subscription.paused === true) details.push('paused');
   return el('li', { 'data-subscription': subscription.queue }, [
     el('strong', null, subscription.queue),
     ' ',
