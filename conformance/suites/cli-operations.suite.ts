@@ -36,7 +36,7 @@ interface InspectionJson {
   table: string;
   deadLettered: number;
   groups: GroupJson[];
-  readers: { heartbeatTable: string; brokers: number; unreadGroups: string[] } | null;
+  readers: { heartbeatTable: string; brokers: number; unreadGroups: string[]; reported: unknown[] } | null;
 }
 
 /**
@@ -363,7 +363,7 @@ export function cliOperationsSuite(context: SuiteContext): void {
           started.push(message.id);
           await gate;
         },
-        { maxAttempts: 3, deadLetter: 'emails.dead' },
+        { maxAttempts: 3, deadLetter: 'emails.dead', concurrency: { global: 1 } },
       );
       await broker.start();
       await broker.publishMany(table.queue('emails'), [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
@@ -388,7 +388,12 @@ export function cliOperationsSuite(context: SuiteContext): void {
         expect(result.code).toBe(0);
       }
       const inspection = JSON.parse(json.stdout) as InspectionJson;
-      expect(inspection.readers).toEqual({ heartbeatTable: 'tq_brokers', brokers: 1, unreadGroups: ['emial'] });
+      expect(inspection.readers).toEqual({
+        heartbeatTable: 'tq_brokers',
+        brokers: 1,
+        unreadGroups: ['emial'],
+        reported: [{ group: 'emails', limits: ['at most 1 in work'], timedOut: 0, cancelled: 0 }],
+      });
       expect(inspection.groups.map((counts) => [counts.group, counts.ready, counts.unread])).toEqual([
         ['emails', 1, false],
         ['emails.dead', 1, false],
@@ -400,6 +405,7 @@ export function cliOperationsSuite(context: SuiteContext): void {
           '(1 broker reads this table and reports to heartbeat table "tq_brokers"); check the queue name',
       );
       expect(human.stdout.match(/unread:/g)).toHaveLength(1);
+      expect(human.stdout).toContain('group "emails": at most 1 in work (as its brokers report)');
 
       const unknown = JSON.parse(unknownJson.stdout) as InspectionJson;
       expect(unknown.readers).toBeNull();

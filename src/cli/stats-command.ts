@@ -126,6 +126,7 @@ export function inspectionJson(inspection: InspectionWithReaders): Record<string
       total: counts.total ?? null,
       oldestReadyAgeSeconds: counts.oldestReadyAgeSeconds,
       unread: readers === null ? null : counts.group !== null && readers.unreadGroups.includes(counts.group),
+      reported: readers === null ? null : (readers.reported.find((queue) => queue.group === counts.group) ?? null),
       paused: isGroupPaused(inspection, counts.group),
     })),
     readers: readers === null ? null : { heartbeatTable: inspection.heartbeatTable, ...readers },
@@ -168,7 +169,21 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
     rows,
     paint,
   );
-  return [title, ...table, ...unreadLines(inspection, paint), ...pausedWithoutRowsLines(inspection, paint)];
+  return [title, ...table, ...unreadLines(inspection, paint), ...reportedLines(inspection, paint), ...pausedWithoutRowsLines(inspection, paint)];
+}
+
+/** What the reporting brokers declare and count per queue: limits, timed-out and cancelled messages. */
+function reportedLines(inspection: InspectionWithReaders, paint: Paint): string[] {
+  const { readers } = inspection;
+  if (readers === null) return [];
+  return readers.reported.flatMap((queue) => {
+    const parts = [...queue.limits];
+    if (queue.timedOut > 0) parts.push(`${formatCount(queue.timedOut)} timed out`);
+    if (queue.cancelled > 0) parts.push(`${formatCount(queue.cancelled)} cancelled`);
+    if (parts.length === 0) return [];
+    const name = queue.group === null ? 'the table' : `group "${queue.group}"`;
+    return [paint.dim(printable(`${name}: ${parts.join(', ')} (as its brokers report)`))];
+  });
 }
 
 /** Whether the group (null: a table without groups) is paused; null when the controls table cannot be read. */

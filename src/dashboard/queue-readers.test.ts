@@ -24,15 +24,26 @@ describe('queueReadersOf', () => {
       broker('b', [{ queue: 'jobs/reports', deadLetter: 'reports.dead' }]),
     ]);
     const groups = [counts('emails', 3), counts('emial', 2), counts('reports', 1), counts('reports.dead', 4), counts('quiet', 0)];
-    expect(queueReadersOf(brokers, jobs, groups)).toEqual({ brokers: 2, unreadGroups: ['emial'] });
+    expect(queueReadersOf(brokers, jobs, groups)).toMatchObject({ brokers: 2, unreadGroups: ['emial'] });
   });
 
   it('leaves out the dead-letter group the operator names', () => {
     const brokers = list([broker('a', [{ queue: 'jobs/emails' }])]);
-    expect(queueReadersOf(brokers, jobs, [counts('dead', 2), counts('emial', 1)], { kind: 'group', group: 'dead' })).toEqual({
+    expect(queueReadersOf(brokers, jobs, [counts('dead', 2), counts('emial', 1)], { kind: 'group', group: 'dead' })).toMatchObject({
       brokers: 1,
       unreadGroups: ['emial'],
     });
+  });
+
+  it('sums what the reporting subscriptions of each queue declare and count', () => {
+    const brokers = list([
+      broker('a', [{ queue: 'jobs/payments', concurrency: { global: 5, perKey: 1 }, timedOut: 2, cancelled: 1 }, { queue: 'jobs/emails' }]),
+      broker('b', [{ queue: 'jobs/payments', concurrency: { global: 5 }, rate: { limit: 50, perMs: 1_000 }, timedOut: 1, cancelled: 'many' }]),
+    ]);
+    expect(queueReadersOf(brokers, jobs, [counts('payments', 1)])?.reported).toEqual([
+      { group: 'payments', limits: ['at most 5 in work', 'at most 1 in work per key', 'at most 50 per 1000 ms'], timedOut: 3, cancelled: 1 },
+      { group: 'emails', limits: [], timedOut: 0, cancelled: 0 },
+    ]);
   });
 
   it('cannot tell without a heartbeat table or a reporting broker that reads the table', () => {
@@ -44,9 +55,9 @@ describe('queueReadersOf', () => {
 
   it('matches schemas where both name one, and a table without groups is read whole', () => {
     const brokers = list([broker('a', [{ queue: 'app.jobs/emails' }, { queue: 'flat' }])]);
-    expect(queueReadersOf(brokers, { schema: 'app', name: 'jobs' }, [counts('emial', 1)])).toEqual({ brokers: 1, unreadGroups: ['emial'] });
-    expect(queueReadersOf(brokers, jobs, [counts('emial', 1)])).toEqual({ brokers: 1, unreadGroups: ['emial'] });
+    expect(queueReadersOf(brokers, { schema: 'app', name: 'jobs' }, [counts('emial', 1)])).toMatchObject({ brokers: 1, unreadGroups: ['emial'] });
+    expect(queueReadersOf(brokers, jobs, [counts('emial', 1)])).toMatchObject({ brokers: 1, unreadGroups: ['emial'] });
     expect(queueReadersOf(brokers, { schema: 'other', name: 'jobs' }, [counts('emial', 1)])).toBeNull();
-    expect(queueReadersOf(brokers, { schema: undefined, name: 'flat' }, [counts(null, 5)])).toEqual({ brokers: 1, unreadGroups: [] });
+    expect(queueReadersOf(brokers, { schema: undefined, name: 'flat' }, [counts(null, 5)])).toMatchObject({ brokers: 1, unreadGroups: [] });
   });
 });

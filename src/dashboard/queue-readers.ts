@@ -10,6 +10,20 @@ export interface QueueReaders {
    * published under a misspelt queue name, say. Never a dead-letter group.
    */
   readonly unreadGroups: readonly string[];
+  /**
+   * Per queue the reporting subscriptions read, in the order first reported: the limits they
+   * declare (`at most 3 in work`, `at most 50 per 1000 ms`) and what they counted, summed over
+   * brokers since each started.
+   */
+  readonly reported: readonly ReportedQueue[];
+}
+
+export interface ReportedQueue {
+  /** `null`: the whole table (it has no group column). */
+  readonly group: string | null;
+  readonly limits: readonly string[];
+  readonly timedOut: number;
+  readonly cancelled: number;
 }
 
 /**
@@ -29,6 +43,7 @@ export function queueReadersOf(
   if (list.problem !== null) return null;
   let brokers = 0;
   const readGroups = new Set<string | null>();
+  const reported = new Map<string | null, { limits: Set<string>; timedOut: number; cancelled: number }>();
   const deadLetterGroups = new Set<string>();
   if (deadLetter?.kind === 'group') deadLetterGroups.add(deadLetter.group);
   for (const broker of list.brokers) {
@@ -38,6 +53,11 @@ export function queueReadersOf(
       if (read === undefined || !isSameTable(read.table, table)) continue;
       readsTable = true;
       readGroups.add(read.group);
+      const queue = reported.get(read.group) ?? { limits: new Set<string>(), timedOut: 0, cancelled: 0 };
+      for (const limit of read.limits) queue.limits.add(limit);
+      queue.timedOut += read.timedOut;
+      queue.cancelled += read.cancelled;
+      reported.set(read.group, queue);
       if (read.deadLetter !== undefined) deadLetterGroups.add(read.deadLetter);
     }
     if (readsTable) brokers += 1;
@@ -49,7 +69,11 @@ export function queueReadersOf(
     const isUnread = !readsEveryGroup && counts.ready > 0 && group !== null && !readGroups.has(group) && !deadLetterGroups.has(group);
     return isUnread ? [group] : [];
   });
-  return { brokers, unreadGroups };
+  return {
+    brokers,
+    unreadGroups,
+    reported: [...reported].map(([group, queue]) => ({ group, limits: [...queue.limits], timedOut: queue.timedOut, cancelled: queue.cancelled })),
+  };
 }
 
 interface SubscriptionRead {
@@ -57,6 +81,9 @@ interface SubscriptionRead {
   /** `null`: the whole table (it has no group column). */
   readonly group: string | null;
   readonly deadLetter: string | undefined;
+  readonly limits: readonly string[];
+  readonly timedOut: number;
+  readonly cancelled: number;
 }
 
 /**
@@ -66,7 +93,7 @@ interface SubscriptionRead {
  */
 function readOf(subscription: unknown): SubscriptionRead | undefined {
   if (subscription === null || typeof subscription !== 'object') return undefined;
-  const { queue, deadLetter } = subscription as { queue?: unknown; deadLetter?: unknown };
+  const { queue, deadLetter, timedOut, cancelled } = subscription as { queue?: unknown; deadLetter?: unknown; timedOut?: unknown; cancelled?: unknown };
   if (typeof queue !== 'string') return undefined;
   const slash = queue.indexOf('/');
   const qualified = slash === -1 ? queue : queue.slice(0, slash);
@@ -75,7 +102,26 @@ function readOf(subscription: unknown): SubscriptionRead | undefined {
     table: dot === -1 ? { schema: undefined, name: qualified } : { schema: qualified.slice(0, dot), name: qualified.slice(dot + 1) },
     group: slash === -1 ? null : queue.slice(slash + 1),
     deadLetter: typeof deadLetter === 'string' ? deadLetter : undefined,
+    limits: limitsOf(subscription),
+    timedOut: typeof timedOut === 'number' ? timedOut : 0,
+    cancelled: typeof cancelled === 'number' ? cancelled : 0,
   };
+}
+
+/** A subscription's `concurrency` and `rate` as its heartbeat reports them, in words. */
+function limitsOf(subscription: object): string[] {
+  const { concurrency, rate } = subscription as { concurrency?: unknown; rate?: unknown };
+  const limits: string[] = [];
+  if (typeof concurrency === 'object' && concurrency !== null) {
+    const { global, perKey } = concurrency as { global?: unknown; perKey?: unknown };
+    if (typeof global === 'number') limits.push(`at most ${global} in work`);
+    if (typeof perKey === 'number') limits.push(`at most ${perKey} in work per key`);
+  }
+  if (typeof rate === 'object' && rate !== null) {
+    const { limit, perMs } = rate as { limit?: unknown; perMs?: unknown };
+    if (typeof limit === 'number' && typeof perMs === 'number') limits.push(`at most ${limit} per ${perMs} ms`);
+  }
+  return limits;
 }
 
 /** The same name, and the same schema where both name one: a table named without one is in the default schema of its session. */
