@@ -373,7 +373,11 @@ function dashboardReadsSuite(context: SuiteContext): void {
         const queuesOf = async (url: string) =>
           (JSON.parse((await sendRaw(`${url}api/queues`)).body) as { tables: { readers: unknown; groups: { group: string; ready: number }[] }[] }).tables[0]!;
         const queues = await queuesOf(reported.url);
-        expect(queues.readers).toEqual({ brokers: 1, unreadGroups: ['emial'] });
+        expect(queues.readers).toEqual({
+          brokers: 1,
+          unreadGroups: ['emial'],
+          reported: [{ group: 'emails', limits: [], timedOut: 0, cancelled: 0 }],
+        });
         expect(queues.groups.map((group) => [group.group, group.ready])).toEqual([['emial', 2]]);
         expect((await queuesOf(unreported.url)).readers).toBeNull();
         const deadLetters = JSON.parse((await sendRaw(`${reported.url}api/dead-letters`)).body) as {

@@ -33,7 +33,17 @@ export interface QueueTableView {
   readonly readAt: number | null;
   readonly error: string | null;
   /** Live brokers reading the table and the groups with ready rows none of them reads; null when the heartbeats cannot tell. */
-  readonly readers: { readonly brokers: number; readonly unreadGroups: readonly string[] } | null;
+  readonly readers: {
+    readonly brokers: number;
+    readonly unreadGroups: readonly string[];
+    /** Per queue the reporting brokers read: the limits they declare, timed-out and cancelled counts. */
+    readonly reported: readonly {
+      readonly group: string | null;
+      readonly limits: readonly string[];
+      readonly timedOut: number;
+      readonly cancelled: number;
+    }[];
+  } | null;
   /** What an operator paused (`tablequeue pause`, the page): null when the queue controls table cannot be read. */
   readonly paused: PausedView | null;
 }

@@ -21,31 +21,38 @@ const c = DEDUPE_WINDOW_COLUMNS;
 export class DedupeWindows {
   readonly #table: DedupeWindowsTable;
   readonly #statements: DedupeWindowStatements;
+  /** SQLite: the table is made on the publish's own connection, before each window opens. */
+  readonly #createsOnPublish: boolean;
 
-  private constructor(table: DedupeWindowsTable, statements: DedupeWindowStatements) {
+  private constructor(table: DedupeWindowsTable, statements: DedupeWindowStatements, createsOnPublish: boolean) {
     this.#table = table;
     this.#statements = statements;
+    this.#createsOnPublish = createsOnPublish;
   }
 
   /**
    * Creates the table if it is missing, on a connection of its own: never inside the caller's
-   * transaction, where MySQL's DDL would commit it.
+   * transaction, where MySQL's DDL would commit it. Where the pool may be the service's own
+   * session (SQLite's one handle), another connection would wait behind the service's open
+   * transaction, so there the table is made on the publish's connection instead: SQLite's DDL is
+   * transactional, and `IF NOT EXISTS` costs a schema lookup.
    */
-  static async create(driver: Driver, database: DedupeWindowDatabase, tableName: string): Promise<DedupeWindows> {
+  static async create(
+    driver: Driver,
+    database: DedupeWindowDatabase,
+    tableName: string,
+    options: { sharesSessionWithService: boolean },
+  ): Promise<DedupeWindows> {
     const table = parseDedupeWindowsTable(tableName, database);
     const statements = createDedupeWindowStatements(database);
-    const ddl = statements.createTable(table);
-    try {
-      await withConnection(driver, (connection) => connection.execute({ name: 'dedupeWindow.createTable', sql: ddl, values: [] }));
-    } catch (error) {
-      throw new SchemaError({
-        table: tableName,
-        statement: 'dedupeWindow.createTable',
-        message: `dedupeForMs keeps its windows in table "${tableName}", which could not be created (${error instanceof Error ? error.message : String(error)}); create it once with the DDL of createDedupeWindowsTableSql("${database}")`,
-        cause: error,
-      });
+    if (!options.sharesSessionWithService) {
+      try {
+        await withConnection(driver, (connection) => connection.execute(createTableStatement(statements, table)));
+      } catch (error) {
+        throw windowsTableError(tableName, database, error);
+      }
     }
-    return new DedupeWindows(table, statements);
+    return new DedupeWindows(table, statements, options.sharesSessionWithService);
   }
 
   /** Opens the key's window until `now + forMs` unless one is open at `now`; true when this call opened it. */
@@ -53,6 +60,7 @@ export class DedupeWindows {
     connection: Connection,
     window: { spec: TableSpec; queueName: string; key: string; now: Date; forMs: number },
   ): Promise<boolean> {
+    if (this.#createsOnPublish) await connection.execute(createTableStatement(this.#statements, this.#table));
     const token = randomUUID();
     const keyValues = {
       [`column:${c.queueTable}`]: window.spec.qualifiedName,
@@ -71,6 +79,19 @@ export class DedupeWindows {
     const read = await connection.execute(bindStatement(this.#statements.openedBy(this.#table), keyValues));
     return read.rows[0]?.[c.openedBy] === token;
   }
+}
+
+function createTableStatement(statements: DedupeWindowStatements, table: DedupeWindowsTable) {
+  return { name: 'dedupeWindow.createTable', sql: statements.createTable(table), values: [] };
+}
+
+function windowsTableError(tableName: string, database: DedupeWindowDatabase, error: unknown): SchemaError {
+  return new SchemaError({
+    table: tableName,
+    statement: 'dedupeWindow.createTable',
+    message: `dedupeForMs keeps its windows in table "${tableName}", which could not be created (${error instanceof Error ? error.message : String(error)}); create it once with the DDL of createDedupeWindowsTableSql("${database}")`,
+    cause: error,
+  });
 }
 
 /** The id of the row holding `key`, or undefined when none does. */

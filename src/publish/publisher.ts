@@ -108,6 +108,9 @@ export class Publisher {
 
   /** Runs the table's unique index check once; a failed check runs again on the next publish. */
   #keyIndexChecked(spec: TableSpec): Promise<void> {
+    // Only MySQL and MariaDB read the index; elsewhere no connection is taken, which on SQLite's
+    // one handle would wait behind a service transaction that this publish runs inside.
+    if (this.#options.dialect.dedupe.uniqueIndexes === undefined) return Promise.resolve();
     let check = this.#keyIndexChecks.get(spec.qualifiedName);
     if (check === undefined) {
       const { driver, dialect } = this.#options;
@@ -268,6 +271,7 @@ export class Publisher {
       this.#options.driver,
       this.#options.dialect.name,
       this.#options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
+      { sharesSessionWithService: this.#options.dialect.capabilities.sharesSessionWithService },
     ).catch((error: unknown) => {
       this.#dedupeWindows = undefined;
       throw error;
