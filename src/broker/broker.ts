@@ -395,13 +395,14 @@ export class Broker extends EventEmitter<BrokerEvents> {
     return this.#stopping;
   }
 
-  /** Writes one row and returns its id. */
-  async publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string>;
   /**
    * Writes one row with a dedupe key, unless another row holds the key: says which happened
-   * (`published`, `duplicate`, or `replaced` with `dedupe: 'replace'`) and the row's id.
+   * (`published`, `duplicate`, or `replaced` with `dedupe: 'replace'`) and the row's id. First of
+   * the two, so options held in a variable that has a `dedupeKey` get this answer's type.
    */
   async publish<Payload>(queue: Queue<Payload>, payload: Payload, options: KeyedPublishOptions): Promise<KeyedPublishResult>;
+  /** Writes one row and returns its id. */
+  async publish<Payload>(queue: Queue<Payload>, payload: Payload, options?: PublishOptions): Promise<string>;
   async publish<Payload>(
     queue: Queue<Payload>,
     payload: Payload,
