@@ -5,7 +5,6 @@
  * database's own now, so records can be aged whatever the hosts' clocks say.
  */
 import type { Statement } from '../statement.js';
-import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { keyFreed, leaseIsFree, requireLeaseColumn, tableOf } from './claim-clauses.js';
 import { MYSQL_CLOCK, nowOf, POSTGRES_CLOCK, SQLITE_CLOCK } from './database-clock.js';
@@ -16,22 +15,18 @@ import {
   identifier,
   joinSql,
   param,
-  qualifiedName,
-  renderDdl,
   renderStatement,
   sql,
   type SqlStyle,
   type SqlText,
 } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableName, sideTableTypes, type SideTable, type SideTableDatabase } from './side-table.js';
 
 /** The table a broker records cancels of rows in work in when its options name none. */
 export const DEFAULT_CANCELLATIONS_TABLE = 'tablequeue_cancellations';
 
 /** `name` or `schema.name`. */
-export interface CancellationsTable {
-  readonly schema: string | undefined;
-  readonly name: string;
-}
+export type CancellationsTable = SideTable;
 
 /** Column names of the cancellations table, fixed: every broker reads any canceller's records. */
 export const CANCELLATION_COLUMNS = Object.freeze({
@@ -42,7 +37,7 @@ export const CANCELLATION_COLUMNS = Object.freeze({
   cancelledAt: 'cancelled_at',
 });
 
-export type CancellationDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+export type CancellationDatabase = SideTableDatabase;
 
 /**
  * Statements over the cancellations table. Values bind as `column:queue_table` and
@@ -95,7 +90,6 @@ export interface CancelRowStatements {
 interface CancellationSpelling {
   readonly style: SqlStyle;
   readonly now: string;
-  readonly types: { readonly text: string; readonly time: string };
   /** What follows the VALUES list so a second record of one row changes nothing. */
   readonly keepFirst: string;
   readonly idParams: 'array' | 'repeated';
@@ -104,20 +98,13 @@ interface CancellationSpelling {
 const POSTGRES: CancellationSpelling = {
   style: { ...DOUBLE_QUOTE_STYLE, clock: POSTGRES_CLOCK },
   now: POSTGRES_CLOCK.now,
-  types: { text: 'text', time: 'timestamptz' },
   keepFirst: ' ON CONFLICT DO NOTHING',
   idParams: 'array',
 };
 
-/**
- * Both text columns compare exactly (`utf8mb4_bin`), whatever the database's default collation:
- * ids that differ only in case are different rows. 255 characters fit a qualified name and any
- * id; the key stays within InnoDB's 3072 bytes.
- */
 const MYSQL: CancellationSpelling = {
   style: { ...BACKTICK_STYLE, clock: MYSQL_CLOCK },
   now: MYSQL_CLOCK.now,
-  types: { text: 'varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin', time: 'datetime(6)' },
   keepFirst: ` ON DUPLICATE KEY UPDATE \`${CANCELLATION_COLUMNS.cancelledAt}\` = \`${CANCELLATION_COLUMNS.cancelledAt}\``,
   idParams: 'repeated',
 };
@@ -125,7 +112,6 @@ const MYSQL: CancellationSpelling = {
 const SQLITE: CancellationSpelling = {
   style: { ...BACKTICK_STYLE, clock: SQLITE_CLOCK },
   now: SQLITE_CLOCK.now,
-  types: { text: 'text', time: 'text' },
   keepFirst: ' ON CONFLICT DO NOTHING',
   idParams: 'repeated',
 };
@@ -139,31 +125,32 @@ const SPELLINGS: Record<CancellationDatabase, CancellationSpelling> = {
 
 /** Parses and validates `name` or `schema.name` for a cancellations table on `database`. */
 export function parseCancellationsTable(value: string, database: CancellationDatabase): CancellationsTable {
-  const parsed = parseQualifiedName(value, 'cancellations table');
-  if (database === 'postgres') {
-    validatePostgresIdentifier(parsed.name, 'cancellations table');
-    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of cancellations table');
-  }
-  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+  return parseSideTable(value, database, 'cancellations table');
 }
 
 export function createCancellationRecordStatements(database: CancellationDatabase): CancellationRecordStatements {
   const spelling = SPELLINGS[database];
   const { style } = spelling;
   const c = CANCELLATION_COLUMNS;
-  const tableOfRecords = (table: CancellationsTable) => qualifiedName(table.schema, table.name);
+  const tableOfRecords = sideTableName;
   const byQueueTable = sql`${identifier(c.queueTable)} = ${param(`column:${c.queueTable}`)}`;
   return Object.freeze({
     idParams: spelling.idParams,
+    /**
+     * Both text columns compare exactly whatever the database's default collation: ids that differ
+     * only in case are different rows. 255 characters fit a qualified name and any id; the key
+     * stays within InnoDB's 3,072 bytes.
+     */
     createTable: (table: CancellationsTable) => {
-      const { types } = spelling;
-      const definitions = [
-        sql`  ${identifier(c.queueTable)} ${fixedSql(types.text)} NOT NULL`,
-        sql`  ${identifier(c.rowId)} ${fixedSql(types.text)} NOT NULL`,
-        sql`  ${identifier(c.cancelledAt)} ${fixedSql(types.time)} NOT NULL`,
-        sql`  PRIMARY KEY (${identifier(c.queueTable)}, ${identifier(c.rowId)})`,
-      ];
-      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOfRecords(table)} (\n${joinSql(definitions, ',\n')}\n)`);
+      const types = sideTableTypes(database);
+      return renderCreateSideTable(database, table, {
+        columns: [
+          [c.queueTable, `${types.exactText(255)} NOT NULL`],
+          [c.rowId, `${types.exactText(255)} NOT NULL`],
+          [c.cancelledAt, `${types.time} NOT NULL`],
+        ],
+        primaryKey: [c.queueTable, c.rowId],
+      });
     },
     record: (table: CancellationsTable) =>
       renderStatement(

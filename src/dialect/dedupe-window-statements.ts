@@ -8,29 +8,23 @@
  * the write lock (SQLite) and then finds the window open.
  */
 import type { Statement } from '../statement.js';
-import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
 import {
   BACKTICK_STYLE,
   DOUBLE_QUOTE_STYLE,
-  fixedSql,
   identifier,
   joinSql,
   param,
-  qualifiedName,
-  renderDdl,
   renderStatement,
   sql,
   type SqlStyle,
   type SqlText,
 } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableName, sideTableTypes, type SideTable } from './side-table.js';
 
 /** The table throttled publishes use when the broker option names none. */
 export const DEFAULT_DEDUPE_WINDOWS_TABLE = 'tablequeue_dedupe_windows';
 
-export interface DedupeWindowsTable {
-  readonly schema: string | undefined;
-  readonly name: string;
-}
+export type DedupeWindowsTable = SideTable;
 
 export type DedupeWindowDatabase = 'postgres' | 'mysql' | 'sqlite';
 
@@ -59,7 +53,8 @@ export interface DedupeWindowStatements {
 
 interface WindowSpelling {
   readonly style: SqlStyle;
-  readonly types: { readonly text: string; readonly token: string; readonly time: string };
+  /** The opener's token: a UUID. */
+  readonly tokenType: string;
   /** `INSERT INTO` what: the table, under an alias where the update's condition names the existing row by it. */
   into(table: SqlText): SqlText;
   /** What follows the VALUES list: change the window only when it has passed. */
@@ -76,22 +71,21 @@ const UPSERT_REOPENING_WHEN_PASSED = sql` ON CONFLICT (${joinSql(KEY_COLUMNS.map
 
 const POSTGRES: WindowSpelling = {
   style: DOUBLE_QUOTE_STYLE,
-  types: { text: 'text', token: 'text', time: 'timestamptz' },
+  tokenType: 'text',
   into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
   reopenWhenPassed: UPSERT_REOPENING_WHEN_PASSED,
   opensInOneStatement: true,
 };
 
 /**
- * Binary text: exact comparison on both flavours without naming a collation either may lack;
- * 1,020 bytes hold 255 characters of any script, and the three make a 3,060-byte key, under
- * InnoDB's 3,072. The update list binds the values again (`VALUES()` is deprecated in MySQL 8.0.20,
+ * The keys are the side tables' binary keys: the three make a 3,060-byte key, under InnoDB's
+ * 3,072. The update list binds the values again (`VALUES()` is deprecated in MySQL 8.0.20,
  * MariaDB lacks the alias that replaces it) and sets `opened_by` before `expires_at`, since MySQL
  * assigns left to right and the first test must read the old expiry.
  */
 const MYSQL: WindowSpelling = {
   style: BACKTICK_STYLE,
-  types: { text: 'varbinary(1020)', token: 'varchar(64) CHARACTER SET ascii', time: 'datetime(6)' },
+  tokenType: 'varchar(64) CHARACTER SET ascii',
   into: (table) => table,
   reopenWhenPassed: sql` ON DUPLICATE KEY UPDATE ${identifier(c.openedBy)} = IF(${identifier(c.expiresAt)} <= ${param('now')}, ${param(`column:${c.openedBy}`)}, ${identifier(c.openedBy)}), ${identifier(c.expiresAt)} = IF(${identifier(c.expiresAt)} <= ${param('now')}, ${param(`column:${c.expiresAt}`)}, ${identifier(c.expiresAt)})`,
   opensInOneStatement: false,
@@ -99,7 +93,7 @@ const MYSQL: WindowSpelling = {
 
 const SQLITE: WindowSpelling = {
   style: BACKTICK_STYLE,
-  types: { text: 'text', token: 'text', time: 'text' },
+  tokenType: 'text',
   into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
   reopenWhenPassed: UPSERT_REOPENING_WHEN_PASSED,
   opensInOneStatement: true,
@@ -109,18 +103,13 @@ const SPELLINGS: Record<DedupeWindowDatabase, WindowSpelling> = { postgres: POST
 
 /** Parses and validates `name` or `schema.name` for the windows table on `database`. */
 export function parseDedupeWindowsTable(value: string, database: DedupeWindowDatabase): DedupeWindowsTable {
-  const parsed = parseQualifiedName(value, 'dedupe windows table');
-  if (database === 'postgres') {
-    validatePostgresIdentifier(parsed.name, 'dedupe windows table');
-    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of dedupe windows table');
-  }
-  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+  return parseSideTable(value, database, 'dedupe windows table');
 }
 
 export function createDedupeWindowStatements(database: DedupeWindowDatabase): DedupeWindowStatements {
   const spelling = SPELLINGS[database];
-  const { style, types } = spelling;
-  const tableOf = (table: DedupeWindowsTable) => qualifiedName(table.schema, table.name);
+  const { style } = spelling;
+  const tableOf = sideTableName;
   const keyMatches = joinSql(
     KEY_COLUMNS.map((column) => sql`${identifier(column)} = ${param(`column:${column}`)}`),
     ' AND ',
@@ -128,19 +117,17 @@ export function createDedupeWindowStatements(database: DedupeWindowDatabase): De
   return Object.freeze({
     opensInOneStatement: spelling.opensInOneStatement,
     createTable: (table: DedupeWindowsTable) => {
-      const definitions: [string, string][] = [
-        [c.queueTable, `${types.text} NOT NULL`],
-        [c.queueName, `${types.text} NOT NULL`],
-        [c.dedupeKey, `${types.text} NOT NULL`],
-        [c.openedBy, `${types.token} NOT NULL`],
-        [c.expiresAt, `${types.time} NOT NULL`],
-      ];
-      const list = joinSql(
-        definitions.map(([name, type]) => sql`  ${identifier(name)} ${fixedSql(type)}`),
-        ',\n',
-      );
-      const primaryKey = sql`  PRIMARY KEY (${joinSql(KEY_COLUMNS.map(identifier), ', ')})`;
-      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOf(table)} (\n${list},\n${primaryKey}\n)`);
+      const types = sideTableTypes(database);
+      return renderCreateSideTable(database, table, {
+        columns: [
+          [c.queueTable, `${types.binaryKey} NOT NULL`],
+          [c.queueName, `${types.binaryKey} NOT NULL`],
+          [c.dedupeKey, `${types.binaryKey} NOT NULL`],
+          [c.openedBy, `${spelling.tokenType} NOT NULL`],
+          [c.expiresAt, `${types.time} NOT NULL`],
+        ],
+        primaryKey: [c.queueTable, c.queueName, c.dedupeKey],
+      });
     },
     open: (table: DedupeWindowsTable) => {
       const columns = [...KEY_COLUMNS, c.openedBy, c.expiresAt];

@@ -6,7 +6,6 @@
  * still agree on which brokers are alive.
  */
 import type { Statement } from '../statement.js';
-import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
 import { MYSQL_CLOCK, POSTGRES_CLOCK, SQLITE_CLOCK } from './database-clock.js';
 import {
   BACKTICK_STYLE,
@@ -15,23 +14,19 @@ import {
   identifier,
   joinSql,
   param,
-  qualifiedName,
-  renderDdl,
   renderStatement,
   sql,
   type DatabaseClockSpelling,
   type SqlStyle,
   type SqlText,
 } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableName, sideTableTypes, type SideTable, type SideTableDatabase } from './side-table.js';
 
 /** The table brokers write to when the heartbeat option names none. */
 export const DEFAULT_HEARTBEAT_TABLE = 'tablequeue_brokers';
 
 /** Where the heartbeat rows live: `name` or `schema.name`. */
-export interface HeartbeatTable {
-  readonly schema: string | undefined;
-  readonly name: string;
-}
+export type HeartbeatTable = SideTable;
 
 /**
  * Statements over the heartbeat table. Values are bound as `column:<name>` of the columns below;
@@ -55,7 +50,7 @@ export interface HeartbeatStatements {
   list(table: HeartbeatTable): Statement;
 }
 
-export type HeartbeatDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+export type HeartbeatDatabase = SideTableDatabase;
 
 /** Column names of the heartbeat table, fixed: the dashboard reads any broker's rows. */
 export const HEARTBEAT_COLUMNS = Object.freeze({
@@ -82,7 +77,6 @@ interface HeartbeatSpelling {
     readonly brokerId: string;
     readonly host: string;
     readonly integer: string;
-    readonly time: string;
     readonly json: string;
   };
   /** What follows the VALUES list so a second beat of one broker updates its row. */
@@ -97,7 +91,7 @@ const UPDATED_COLUMNS = [HEARTBEAT_COLUMNS.lastSeenAt, HEARTBEAT_COLUMNS.interva
 const POSTGRES: HeartbeatSpelling = {
   style: DOUBLE_QUOTE_STYLE,
   clock: POSTGRES_CLOCK,
-  types: { brokerId: 'text', host: 'text', integer: 'integer', time: 'timestamptz', json: 'text' },
+  types: { brokerId: 'text', host: 'text', integer: 'integer', json: 'text' },
   upsert: (updated) =>
     sql` ON CONFLICT (${identifier(HEARTBEAT_COLUMNS.brokerId)}) DO UPDATE SET ${joinSql(
       updated.map((column) => sql`${identifier(column)} = EXCLUDED.${identifier(column)}`),
@@ -111,18 +105,16 @@ const POSTGRES: HeartbeatSpelling = {
  * MySQL 8.0.20 deprecates `VALUES(col)` in the update list and MariaDB lacks the row alias that
  * replaces it, so the update binds the values a second time instead.
  *
- * The broker id compares case-sensitively whatever the database's default collation. A broker
- * runs this at start without knowing which flavour it talks to, so it takes `utf8mb4_bin`,
- * which both have; its PAD SPACE is harmless here: ids are UUIDs, never ending in a space.
+ * The broker id compares case-sensitively whatever the database's default collation (the side
+ * tables' exact text); ids are UUIDs.
  */
 const MYSQL: HeartbeatSpelling = {
   style: BACKTICK_STYLE,
   clock: MYSQL_CLOCK,
   types: {
-    brokerId: 'varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
+    brokerId: sideTableTypes('mysql').exactText(64),
     host: 'varchar(255)',
     integer: 'int',
-    time: 'datetime(6)',
     json: 'longtext',
   },
   upsert: (updated) =>
@@ -140,7 +132,7 @@ const MYSQL: HeartbeatSpelling = {
 const SQLITE: HeartbeatSpelling = {
   style: BACKTICK_STYLE,
   clock: SQLITE_CLOCK,
-  types: { brokerId: 'text', host: 'text', integer: 'integer', time: 'text', json: 'text' },
+  types: { brokerId: 'text', host: 'text', integer: 'integer', json: 'text' },
   upsert: (updated) =>
     sql` ON CONFLICT (${identifier(HEARTBEAT_COLUMNS.brokerId)}) DO UPDATE SET ${joinSql(
       updated.map((column) => sql`${identifier(column)} = excluded.${identifier(column)}`),
@@ -160,38 +152,32 @@ const SPELLINGS: Record<HeartbeatDatabase, HeartbeatSpelling> = {
 
 /** Parses and validates `name` or `schema.name` for a heartbeat table on `database`. */
 export function parseHeartbeatTable(value: string, database: HeartbeatDatabase): HeartbeatTable {
-  const parsed = parseQualifiedName(value, 'heartbeat table');
-  if (database === 'postgres') {
-    validatePostgresIdentifier(parsed.name, 'heartbeat table');
-    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of heartbeat table');
-  }
-  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+  return parseSideTable(value, database, 'heartbeat table');
 }
 
 export function createHeartbeatStatements(database: HeartbeatDatabase): HeartbeatStatements {
   const spelling = SPELLINGS[database];
   const { style } = spelling;
-  const tableOf = (table: HeartbeatTable) => qualifiedName(table.schema, table.name);
+  const tableOf = sideTableName;
   const column = identifier;
   const now = fixedSql(spelling.clock.now);
   const c = HEARTBEAT_COLUMNS;
   const statements: HeartbeatStatements = {
     createTable: (table) => {
       const { types } = spelling;
-      const definitions: [string, string][] = [
-        [c.brokerId, `${types.brokerId} NOT NULL PRIMARY KEY`],
-        [c.host, `${types.host} NOT NULL`],
-        [c.pid, `${types.integer} NOT NULL`],
-        [c.startedAt, `${types.time} NOT NULL`],
-        [c.lastSeenAt, `${types.time} NOT NULL`],
-        [c.intervalMs, `${types.integer} NOT NULL`],
-        [c.subscriptions, `${types.json} NOT NULL`],
-      ];
-      const list = joinSql(
-        definitions.map(([name, type]) => sql`  ${column(name)} ${fixedSql(type)}`),
-        ',\n',
-      );
-      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOf(table)} (\n${list}\n)`);
+      const { time } = sideTableTypes(database);
+      return renderCreateSideTable(database, table, {
+        columns: [
+          [c.brokerId, `${types.brokerId} NOT NULL`],
+          [c.host, `${types.host} NOT NULL`],
+          [c.pid, `${types.integer} NOT NULL`],
+          [c.startedAt, `${time} NOT NULL`],
+          [c.lastSeenAt, `${time} NOT NULL`],
+          [c.intervalMs, `${types.integer} NOT NULL`],
+          [c.subscriptions, `${types.json} NOT NULL`],
+        ],
+        primaryKey: [c.brokerId],
+      });
     },
     beat: (table) => {
       const inserted = [c.brokerId, c.host, c.pid, c.startedAt, c.lastSeenAt, c.intervalMs, c.subscriptions];

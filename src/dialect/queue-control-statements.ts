@@ -7,7 +7,6 @@
  * Times are the database's own, so `paused_ms_ago` reads the same from any host.
  */
 import type { Statement } from '../statement.js';
-import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
 import { MYSQL_CLOCK, POSTGRES_CLOCK, SQLITE_CLOCK } from './database-clock.js';
 import {
   BACKTICK_STYLE,
@@ -16,14 +15,13 @@ import {
   identifier,
   joinSql,
   param,
-  qualifiedName,
-  renderDdl,
   renderStatement,
   sql,
   type DatabaseClockSpelling,
   type SqlStyle,
   type SqlText,
 } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableName, sideTableTypes, type SideTable, type SideTableDatabase } from './side-table.js';
 
 /** The table pause and resume write when the broker option `queueControlsTable` names none. */
 export const DEFAULT_QUEUE_CONTROLS_TABLE = 'tablequeue_queue_controls';
@@ -31,12 +29,9 @@ export const DEFAULT_QUEUE_CONTROLS_TABLE = 'tablequeue_queue_controls';
 /** The queue name of the row that pauses a whole table. */
 export const WHOLE_TABLE_QUEUE_NAME = '';
 
-export interface QueueControlsTable {
-  readonly schema: string | undefined;
-  readonly name: string;
-}
+export type QueueControlsTable = SideTable;
 
-export type QueueControlDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+export type QueueControlDatabase = SideTableDatabase;
 
 export const QUEUE_CONTROL_COLUMNS = Object.freeze({
   queueTable: 'queue_table',
@@ -72,7 +67,6 @@ export interface QueueControlStatements {
 interface ControlSpelling {
   readonly style: SqlStyle;
   readonly clock: DatabaseClockSpelling;
-  readonly types: { readonly key: string; readonly time: string };
   /** `INSERT INTO` what: the table, under an alias where the update names the existing row by it. */
   into(table: SqlText): SqlText;
   /** What follows the VALUES list so that a second write of one queue updates its row. */
@@ -92,22 +86,15 @@ function onConflictUpdate(pausedAt: SqlText): SqlText {
 const POSTGRES: ControlSpelling = {
   style: DOUBLE_QUOTE_STYLE,
   clock: POSTGRES_CLOCK,
-  types: { key: 'text', time: 'timestamptz' },
   into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
   upsert: onConflictUpdate,
   millisecondsSince: (column) =>
     sql`CAST(EXTRACT(EPOCH FROM (${fixedSql(POSTGRES_CLOCK.now)} - ${identifier(column)})) * 1000 AS bigint)`,
 };
 
-/**
- * Binary keys: names compare exactly on both flavours without naming a collation either may lack
- * (as the dedupe windows table does); 1,020 bytes hold 255 characters of any script, and the two
- * make a 2,040-byte key, under InnoDB's 3,072.
- */
 const MYSQL: ControlSpelling = {
   style: BACKTICK_STYLE,
   clock: MYSQL_CLOCK,
-  types: { key: 'varbinary(1020)', time: 'datetime(6)' },
   into: (table) => table,
   upsert: (pausedAt) =>
     sql` ON DUPLICATE KEY UPDATE ${identifier(c.pausedAt)} = ${pausedAt}, ${identifier(c.updatedAt)} = ${fixedSql(MYSQL_CLOCK.now)}`,
@@ -117,7 +104,6 @@ const MYSQL: ControlSpelling = {
 const SQLITE: ControlSpelling = {
   style: BACKTICK_STYLE,
   clock: SQLITE_CLOCK,
-  types: { key: 'text', time: 'text' },
   into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
   upsert: onConflictUpdate,
   // julianday reads the fixed-width text the clock writes, offset included; a day is 86,400,000 ms.
@@ -128,18 +114,13 @@ const SPELLINGS: Record<QueueControlDatabase, ControlSpelling> = { postgres: POS
 
 /** Parses and validates `name` or `schema.name` for the queue controls table on `database`. */
 export function parseQueueControlsTable(value: string, database: QueueControlDatabase): QueueControlsTable {
-  const parsed = parseQualifiedName(value, 'queue controls table');
-  if (database === 'postgres') {
-    validatePostgresIdentifier(parsed.name, 'queue controls table');
-    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of queue controls table');
-  }
-  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+  return parseSideTable(value, database, 'queue controls table');
 }
 
 export function createQueueControlStatements(database: QueueControlDatabase): QueueControlStatements {
   const spelling = SPELLINGS[database];
-  const { style, types } = spelling;
-  const tableOf = (table: QueueControlsTable) => qualifiedName(table.schema, table.name);
+  const { style } = spelling;
+  const tableOf = sideTableName;
   const now = fixedSql(spelling.clock.now);
   const isMysql = spelling === MYSQL;
   const write = (table: QueueControlsTable, name: string, pausedAt: SqlText, pausedAtOnUpdate: SqlText) => {
@@ -154,19 +135,18 @@ export function createQueueControlStatements(database: QueueControlDatabase): Qu
   const existingPausedAt = isMysql ? identifier(c.pausedAt) : sql`${identifier(EXISTING)}.${identifier(c.pausedAt)}`;
   const newPausedAt = isMysql ? now : sql`excluded.${identifier(c.pausedAt)}`;
   return Object.freeze({
+    /** Binary keys on MySQL and MariaDB: names compare exactly; the two make 2,040 bytes. */
     createTable: (table: QueueControlsTable) => {
-      const definitions: [string, string][] = [
-        [c.queueTable, `${types.key} NOT NULL`],
-        [c.queueName, `${types.key} NOT NULL`],
-        [c.pausedAt, `${types.time} NULL`],
-        [c.updatedAt, `${types.time} NOT NULL`],
-      ];
-      const list = joinSql(
-        definitions.map(([name, type]) => sql`  ${identifier(name)} ${fixedSql(type)}`),
-        ',\n',
-      );
-      const primaryKey = sql`  PRIMARY KEY (${joinSql(KEY_COLUMNS.map(identifier), ', ')})`;
-      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOf(table)} (\n${list},\n${primaryKey}\n)`);
+      const types = sideTableTypes(database);
+      return renderCreateSideTable(database, table, {
+        columns: [
+          [c.queueTable, `${types.binaryKey} NOT NULL`],
+          [c.queueName, `${types.binaryKey} NOT NULL`],
+          [c.pausedAt, `${types.time} NULL`],
+          [c.updatedAt, `${types.time} NOT NULL`],
+        ],
+        primaryKey: [c.queueTable, c.queueName],
+      });
     },
     pause: (table: QueueControlsTable) =>
       write(table, 'queueControl.pause', now, sql`COALESCE(${existingPausedAt}, ${newPausedAt})`),

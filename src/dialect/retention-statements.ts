@@ -23,7 +23,6 @@
  */
 import { DeclarationError } from '../errors.js';
 import type { Statement } from '../statement.js';
-import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { tableOf } from './claim-clauses.js';
 import { MYSQL_CLOCK, POSTGRES_CLOCK, SQLITE_CLOCK } from './database-clock.js';
@@ -37,25 +36,21 @@ import {
   identifier,
   joinSql,
   param,
-  qualifiedName,
-  renderDdl,
   renderStatement,
   sql,
   type DatabaseClockSpelling,
   type SqlStyle,
   type SqlText,
 } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableName, sideTableTypes, type SideTable, type SideTableDatabase } from './side-table.js';
 
-export type RetentionDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+export type RetentionDatabase = SideTableDatabase;
 
 /** The table the maintenance leases live in when the retain options name none. */
 export const DEFAULT_MAINTENANCE_TABLE = 'tablequeue_maintenance';
 
 /** Where the maintenance leases live: `name` or `schema.name`. */
-export interface MaintenanceTable {
-  readonly schema: string | undefined;
-  readonly name: string;
-}
+export type MaintenanceTable = SideTable;
 
 /** Column names of the maintenance table, fixed: any replica reads any other's row. */
 export const MAINTENANCE_COLUMNS = Object.freeze({
@@ -110,7 +105,6 @@ export interface RetentionStatements {
 interface RetentionSpelling {
   readonly style: SqlStyle;
   readonly clock: DatabaseClockSpelling;
-  readonly types: { readonly task: string; readonly holder: string; readonly time: string };
   /** What follows an INSERT so that an existing row is left as it is. */
   readonly keepExisting: SqlText;
   readonly shape: PruneBatch['shape'];
@@ -122,22 +116,15 @@ interface RetentionSpelling {
 const POSTGRES: RetentionSpelling = {
   style: { ...DOUBLE_QUOTE_STYLE, clock: POSTGRES_CLOCK },
   clock: POSTGRES_CLOCK,
-  types: { task: 'text', holder: 'text', time: 'timestamptz' },
   keepExisting: sql` ON CONFLICT (${identifier(MAINTENANCE_COLUMNS.task)}) DO NOTHING`,
   shape: 'oneStatement',
   idsIn: (id, select) => sql`${id} = ANY(ARRAY(${select}))`,
   skipLocked: true,
 };
 
-/** Task names and holders compare exactly whatever the database's default collation (see heartbeat-statements.ts). */
 const MYSQL: RetentionSpelling = {
   style: { ...BACKTICK_STYLE, clock: MYSQL_CLOCK },
   clock: MYSQL_CLOCK,
-  types: {
-    task: 'varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
-    holder: 'varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
-    time: 'datetime(6)',
-  },
   keepExisting: sql` ON DUPLICATE KEY UPDATE ${identifier(MAINTENANCE_COLUMNS.task)} = ${identifier(MAINTENANCE_COLUMNS.task)}`,
   shape: 'lockThenDelete',
   idsIn: (id, select) => sql`${id} IN (${select})`,
@@ -147,7 +134,6 @@ const MYSQL: RetentionSpelling = {
 const SQLITE: RetentionSpelling = {
   style: { ...BACKTICK_STYLE, clock: SQLITE_CLOCK },
   clock: SQLITE_CLOCK,
-  types: { task: 'text', holder: 'text', time: 'text' },
   keepExisting: sql` ON CONFLICT (${identifier(MAINTENANCE_COLUMNS.task)}) DO NOTHING`,
   shape: 'oneStatement',
   idsIn: (id, select) => sql`${id} IN (${select})`,
@@ -169,12 +155,7 @@ const MAX_PADDED_IDS = 16_384;
 
 /** Parses and validates `name` or `schema.name` for a maintenance table on `database`. */
 export function parseMaintenanceTable(value: string, database: RetentionDatabase): MaintenanceTable {
-  const parsed = parseQualifiedName(value, 'maintenance table');
-  if (database === 'postgres') {
-    validatePostgresIdentifier(parsed.name, 'maintenance table');
-    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of maintenance table');
-  }
-  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+  return parseSideTable(value, database, 'maintenance table');
 }
 
 /**
@@ -208,7 +189,7 @@ export function checkPrunable(spec: TableSpec, target: PruneTarget, where: strin
 export function createRetentionStatements(database: RetentionDatabase): RetentionStatements {
   const spelling = SPELLINGS[database];
   const { style } = spelling;
-  const maintenanceOf = (table: MaintenanceTable) => qualifiedName(table.schema, table.name);
+  const maintenanceOf = sideTableName;
   const m = MAINTENANCE_COLUMNS;
   const now = fixedSql(spelling.clock.now);
   const taskIs = sql`${identifier(m.task)} = ${param(`column:${m.task}`)}`;
@@ -243,18 +224,17 @@ export function createRetentionStatements(database: RetentionDatabase): Retentio
   const statementName = (target: PruneTarget, step: string) => `retention.${target.kind}.${step}`;
 
   const statements: RetentionStatements = {
+    /** Task names and holders compare exactly whatever the database's default collation. */
     createMaintenanceTable: (table) => {
-      const { types } = spelling;
-      const definitions: [string, string][] = [
-        [m.task, `${types.task} NOT NULL PRIMARY KEY`],
-        [m.holder, `${types.holder} NOT NULL`],
-        [m.lockedUntil, `${types.time} NOT NULL`],
-      ];
-      const list = joinSql(
-        definitions.map(([name, type]) => sql`  ${identifier(name)} ${fixedSql(type)}`),
-        ',\n',
-      );
-      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${maintenanceOf(table)} (\n${list}\n)`);
+      const types = sideTableTypes(database);
+      return renderCreateSideTable(database, table, {
+        columns: [
+          [m.task, `${types.exactText(255)} NOT NULL`],
+          [m.holder, `${types.exactText(64)} NOT NULL`],
+          [m.lockedUntil, `${types.time} NOT NULL`],
+        ],
+        primaryKey: [m.task],
+      });
     },
     addTask: (table) =>
       renderStatement(

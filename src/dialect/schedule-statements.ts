@@ -7,7 +7,6 @@
  * ticks); only `updated_at`, when a replica last declared the schedule, is the database's now.
  */
 import type { Statement } from '../statement.js';
-import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
 import { MYSQL_CLOCK, POSTGRES_CLOCK, SQLITE_CLOCK } from './database-clock.js';
 import { exactTextCharset } from './mysql/mysql-collation.js';
 import {
@@ -17,13 +16,12 @@ import {
   identifier,
   joinSql,
   param,
-  qualifiedName,
-  renderDdl,
   renderStatement,
   sql,
   type SqlStyle,
   type SqlText,
 } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableName, sideTableTypes, type SideTable, type SideTableDatabase } from './side-table.js';
 
 /** The table brokers keep their schedules in when the `schedulesTable` option names none. */
 export const DEFAULT_SCHEDULES_TABLE = 'tablequeue_schedules';
@@ -32,12 +30,9 @@ export const DEFAULT_SCHEDULES_TABLE = 'tablequeue_schedules';
 export const MAX_SCHEDULE_NAME_LENGTH = 200;
 
 /** Where the schedule rows live: `name` or `schema.name`. */
-export interface SchedulesTable {
-  readonly schema: string | undefined;
-  readonly name: string;
-}
+export type SchedulesTable = SideTable;
 
-export type SchedulesDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+export type SchedulesDatabase = SideTableDatabase;
 
 /** Column names of the schedules table, fixed: the CLI and the dashboard read any broker's rows. */
 export const SCHEDULE_COLUMNS = Object.freeze({
@@ -93,7 +88,6 @@ interface ScheduleSpelling {
     readonly text: string;
     readonly zone: string;
     readonly count: string;
-    readonly time: string;
   };
   /** `INSERT INTO` target, with the alias the update list reads the existing row through, if any. */
   insertTarget(table: SqlText): SqlText;
@@ -149,7 +143,7 @@ function renderAssignments(
 const POSTGRES: ScheduleSpelling = {
   style: DOUBLE_QUOTE_STYLE,
   now: POSTGRES_CLOCK.now,
-  types: { name: 'text', text: 'text', zone: 'text', count: 'bigint', time: 'timestamptz' },
+  types: { name: 'text', text: 'text', zone: 'text', count: 'bigint' },
   insertTarget: (table) => sql`${table} AS ${identifier('existing')}`,
   upsert: (assignments) =>
     sql` ON CONFLICT (${identifier(c.name)}) DO UPDATE SET ${renderAssignments(
@@ -176,7 +170,6 @@ function mysqlSpelling(options: { mariadb: boolean }): ScheduleSpelling {
       text: `varchar(255) ${exact}`,
       zone: `varchar(64) ${exact}`,
       count: 'bigint',
-      time: 'datetime(6)',
     },
     insertTarget: (table) => table,
     upsert: (assignments) =>
@@ -193,7 +186,7 @@ function mysqlSpelling(options: { mariadb: boolean }): ScheduleSpelling {
 const SQLITE: ScheduleSpelling = {
   style: BACKTICK_STYLE,
   now: SQLITE_CLOCK.now,
-  types: { name: 'text', text: 'text', zone: 'text', count: 'integer', time: 'text' },
+  types: { name: 'text', text: 'text', zone: 'text', count: 'integer' },
   insertTarget: (table) => table,
   upsert: (assignments) =>
     sql` ON CONFLICT (${identifier(c.name)}) DO UPDATE SET ${renderAssignments(
@@ -213,12 +206,7 @@ const SPELLINGS: Record<SchedulesDatabase, ScheduleSpelling> = {
 
 /** Parses and validates `name` or `schema.name` for a schedules table on `database`. */
 export function parseSchedulesTable(value: string, database: SchedulesDatabase): SchedulesTable {
-  const parsed = parseQualifiedName(value, 'schedules table');
-  if (database === 'postgres') {
-    validatePostgresIdentifier(parsed.name, 'schedules table');
-    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of schedules table');
-  }
-  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+  return parseSideTable(value, database, 'schedules table');
 }
 
 /** The columns `read` and `list` return, in order. */
@@ -227,28 +215,27 @@ const READ_COLUMNS = [c.name, c.queueTable, c.queueName, c.cron, c.timeZone, c.l
 export function createScheduleStatements(database: SchedulesDatabase): ScheduleStatements {
   const spelling = SPELLINGS[database];
   const { style, types } = spelling;
-  const tableOf = (table: SchedulesTable) => qualifiedName(table.schema, table.name);
+  const tableOf = sideTableName;
   const column = identifier;
   const now = fixedSql(spelling.now);
   const readList = joinSql(READ_COLUMNS.map(column), ', ');
   const statements: ScheduleStatements = {
     createTable: (table) => {
-      const definitions: [string, string][] = [
-        [c.name, `${types.name} NOT NULL PRIMARY KEY`],
-        [c.queueTable, `${types.text} NOT NULL`],
-        [c.queueName, `${types.text} NOT NULL`],
-        [c.cron, `${types.text} NOT NULL`],
-        [c.timeZone, `${types.zone} NOT NULL`],
-        [c.lastTickAt, `${types.time} NULL`],
-        [c.firedCount, `${types.count} NOT NULL DEFAULT 0`],
-        [c.missedCount, `${types.count} NOT NULL DEFAULT 0`],
-        [c.updatedAt, `${types.time} NOT NULL`],
-      ];
-      const list = joinSql(
-        definitions.map(([name, type]) => sql`  ${column(name)} ${fixedSql(type)}`),
-        ',\n',
-      );
-      return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOf(table)} (\n${list}\n)`);
+      const { time } = sideTableTypes(database);
+      return renderCreateSideTable(database, table, {
+        columns: [
+          [c.name, `${types.name} NOT NULL`],
+          [c.queueTable, `${types.text} NOT NULL`],
+          [c.queueName, `${types.text} NOT NULL`],
+          [c.cron, `${types.text} NOT NULL`],
+          [c.timeZone, `${types.zone} NOT NULL`],
+          [c.lastTickAt, `${time} NULL`],
+          [c.firedCount, `${types.count} NOT NULL DEFAULT 0`],
+          [c.missedCount, `${types.count} NOT NULL DEFAULT 0`],
+          [c.updatedAt, `${time} NOT NULL`],
+        ],
+        primaryKey: [c.name],
+      });
     },
     register: (table) => {
       const declared = [c.name, c.queueTable, c.queueName, c.cron, c.timeZone, c.lastTickAt];
