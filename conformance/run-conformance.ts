@@ -28,12 +28,14 @@ import { processSuite } from './suites/process.suite.js';
 import { retentionSuite } from './suites/retention.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
 import { rowModeSuite } from './suites/row-mode.suite.js';
+import { routesSuite } from './suites/routes.suite.js';
 import { schedulesSuite } from './suites/schedules.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { renewalConnectionSuite, sharedPoolSuite } from './suites/shared-pool.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
 import { stopCancelSuite } from './suites/stop-cancel.suite.js';
+import { testingHarnessSuite } from './suites/testing-harness.suite.js';
 import { textCollationSuite } from './suites/text-collation.suite.js';
 import { timeoutsSuite } from './suites/timeouts.suite.js';
 import { tracingSuite } from './suites/tracing.suite.js';
@@ -95,11 +97,13 @@ export function runConformance(stand: Stand): Promise<void> {
       retentionSuite(context);
       pauseSuite(context);
       cancelSuite(context);
+      routesSuite(context);
       textCollationSuite(context);
       metricsSuite(context);
       tracingSuite(context);
       outboxSuite(context);
       outboxDestinationsSuite(context);
+      testingHarnessSuite(context);
     });
   });
 }
