@@ -9,6 +9,7 @@ import {
   type HeartbeatTable,
 } from '../dialect/heartbeat-statements.js';
 import type { Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { DeclarationError } from '../errors.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { bindStatement } from '../statement.js';
@@ -89,7 +90,7 @@ export class Heartbeat {
   /** Creates the table if missing and writes the first row; a failure here fails the broker's start. */
   static async start(options: HeartbeatStartOptions): Promise<Heartbeat> {
     const heartbeat = new Heartbeat(options);
-    await heartbeat.#createTable();
+    await createSideTable(options.driver, 'heartbeat.createTable', heartbeat.#statements.createTable(heartbeat.#table));
     await heartbeat.#beat();
     heartbeat.#loop = heartbeat.#run();
     return heartbeat;
@@ -111,20 +112,6 @@ export class Heartbeat {
       await abortableSleep(this.#start.options.intervalMs, signal);
       if (signal.aborted) return;
       await this.#beat().catch((error: unknown) => this.#start.onError(error, { phase: 'heartbeat', statement: 'heartbeat.beat' }));
-    }
-  }
-
-  /**
-   * `CREATE TABLE IF NOT EXISTS` from two brokers starting at once can still collide on
-   * PostgreSQL (both find no table, one fails on the catalogue's unique index), so a failure is
-   * tried once more, when the table is there and the statement does nothing.
-   */
-  async #createTable(): Promise<void> {
-    const create = { name: 'heartbeat.createTable', sql: this.#statements.createTable(this.#table), values: [] };
-    try {
-      await this.#start.driver.execute(create);
-    } catch {
-      await this.#start.driver.execute(create);
     }
   }
 

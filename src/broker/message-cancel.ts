@@ -11,6 +11,7 @@ import type { Dialect } from '../dialect/dialect.js';
 import type { NotifyStatements } from '../dialect/notify.js';
 import { withConnection, withTransaction, type TransactionStatements } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { UnsupportedError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -91,9 +92,12 @@ export class MessageCanceller {
     this.#rows = createCancelRowStatements(database);
   }
 
-  /** `CREATE TABLE IF NOT EXISTS`: at start when the broker has subscriptions, and before the first cancel. */
+  /**
+   * `CREATE TABLE IF NOT EXISTS`: at start when the broker has subscriptions, and before the first
+   * cancel; another broker creating it at the same moment counts as created.
+   */
   async createTable(): Promise<void> {
-    await this.#options.driver.execute({ name: 'cancellations.createTable', sql: this.records.statements.createTable(this.records.table), values: [] });
+    await createSideTable(this.#options.driver, 'cancellations.createTable', this.records.statements.createTable(this.records.table));
     this.#isTableCreated = true;
   }
 

@@ -12,6 +12,7 @@ import {
   type QueueControlsTable,
 } from '../dialect/queue-control-statements.js';
 import type { Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { DeclarationError, SchemaError } from '../errors.js';
 import { bindStatement } from '../statement.js';
 
@@ -96,9 +97,9 @@ export class QueueControls {
   }
 
   /**
-   * `CREATE TABLE IF NOT EXISTS`, once per instance while it succeeds. Two brokers starting at once
-   * can still collide on PostgreSQL's catalogue, so a failure is tried once more (as the heartbeat
-   * does); a second failure is a SchemaError that says how to create the table by hand.
+   * `CREATE TABLE IF NOT EXISTS`, once per instance while it succeeds; another broker creating it
+   * at the same moment counts as created. A failure is a SchemaError that says how to create the
+   * table by hand.
    */
   createTable(): Promise<void> {
     this.#created ??= this.#createTable().catch((error: unknown) => {
@@ -143,20 +144,16 @@ export class QueueControls {
   }
 
   async #createTable(): Promise<void> {
-    const create = { name: 'queueControl.createTable', sql: this.#statements.createTable(this.#table), values: [] };
+    const name = 'queueControl.createTable';
     try {
-      await this.#driver.execute(create);
-    } catch {
-      try {
-        await this.#driver.execute(create);
-      } catch (error) {
-        throw new SchemaError({
-          table: this.tableName,
-          statement: create.name,
-          message: `pause and resume keep their state in table "${this.tableName}", which could not be created (${messageOf(error)}); create it once with the DDL of createQueueControlsTableSql(database, "${this.tableName}")`,
-          cause: error,
-        });
-      }
+      await createSideTable(this.#driver, name, this.#statements.createTable(this.#table));
+    } catch (error) {
+      throw new SchemaError({
+        table: this.tableName,
+        statement: name,
+        message: `pause and resume keep their state in table "${this.tableName}", which could not be created (${messageOf(error)}); create it once with the DDL of createQueueControlsTableSql(database, "${this.tableName}")`,
+        cause: error,
+      });
     }
   }
 

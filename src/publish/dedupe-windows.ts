@@ -11,6 +11,7 @@ import {
 import type { Dialect } from '../dialect/dialect.js';
 import { withConnection } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { SchemaError } from '../errors.js';
 import { bindStatement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -47,7 +48,7 @@ export class DedupeWindows {
     const statements = createDedupeWindowStatements(database);
     if (!options.sharesSessionWithService) {
       try {
-        await withConnection(driver, (connection) => connection.execute(createTableStatement(statements, table)));
+        await withConnection(driver, (connection) => createSideTable(connection, CREATE_TABLE, statements.createTable(table)));
       } catch (error) {
         throw windowsTableError(tableName, database, error);
       }
@@ -60,7 +61,7 @@ export class DedupeWindows {
     connection: Connection,
     window: { spec: TableSpec; queueName: string; key: string; now: Date; forMs: number },
   ): Promise<boolean> {
-    if (this.#createsOnPublish) await connection.execute(createTableStatement(this.#statements, this.#table));
+    if (this.#createsOnPublish) await createSideTable(connection, CREATE_TABLE, this.#statements.createTable(this.#table));
     const token = randomUUID();
     const keyValues = {
       [`column:${c.queueTable}`]: window.spec.qualifiedName,
@@ -81,14 +82,12 @@ export class DedupeWindows {
   }
 }
 
-function createTableStatement(statements: DedupeWindowStatements, table: DedupeWindowsTable) {
-  return { name: 'dedupeWindow.createTable', sql: statements.createTable(table), values: [] };
-}
+const CREATE_TABLE = 'dedupeWindow.createTable';
 
 function windowsTableError(tableName: string, database: DedupeWindowDatabase, error: unknown): SchemaError {
   return new SchemaError({
     table: tableName,
-    statement: 'dedupeWindow.createTable',
+    statement: CREATE_TABLE,
     message: `dedupeForMs keeps its windows in table "${tableName}", which could not be created (${error instanceof Error ? error.message : String(error)}); create it once with the DDL of createDedupeWindowsTableSql("${database}")`,
     cause: error,
   });

@@ -8,6 +8,7 @@ import {
   type RetentionStatements,
 } from '../dialect/retention-statements.js';
 import type { Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { TestSignal } from '../internal/test-signal.js';
 import { bindStatement } from '../statement.js';
@@ -104,9 +105,7 @@ export class Retainer {
     this.#runtime = { ...runtime, statements };
     for (const declaration of this.#declarations) {
       const table = parseMaintenanceTable(declaration.maintenanceTable, runtime.dialect.name);
-      const create = { name: 'retention.createMaintenanceTable', sql: statements.createMaintenanceTable(table), values: [] };
-      // Two brokers creating it at once can collide on PostgreSQL's catalogue; the second try finds it there.
-      await runtime.driver.execute(create).catch(() => runtime.driver.execute(create));
+      await createSideTable(runtime.driver, 'retention.createMaintenanceTable', statements.createMaintenanceTable(table));
       await runtime.driver.execute(bindStatement(statements.addTask(table), { 'column:task': taskOf(declaration) }));
     }
   }

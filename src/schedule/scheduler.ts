@@ -12,6 +12,7 @@ import {
 } from '../dialect/schedule-statements.js';
 import { withTransaction } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { backoffDelayMs, type Backoff } from '../internal/backoff.js';
 import type { Clock } from '../internal/clock.js';
 import { TestSignal } from '../internal/test-signal.js';
@@ -163,7 +164,7 @@ export class Scheduler {
     const database = await schedulesDatabaseOf(runtime.driver, runtime.dialect);
     this.#statements = createScheduleStatements(database);
     this.#table = parseSchedulesTable(runtime.table, database);
-    await this.#createTable();
+    await createSideTable(runtime.driver, 'schedule.createTable', this.#statements.createTable(this.#table));
     const now = this.testHooks.clock.now();
     for (const state of this.#states) {
       await this.#register(state, now);
@@ -197,20 +198,6 @@ export class Scheduler {
         nextTickAt: Number.isFinite(state.nextWakeMs) ? new Date(state.nextWakeMs).toISOString() : null,
       };
     });
-  }
-
-  /**
-   * `CREATE TABLE IF NOT EXISTS` from two brokers starting at once can still collide on
-   * PostgreSQL's catalogue, so a failure is tried once more, when the table is there.
-   */
-  async #createTable(): Promise<void> {
-    const { driver } = this.#runtime!;
-    const create = { name: 'schedule.createTable', sql: this.#statements!.createTable(this.#table!), values: [] };
-    try {
-      await driver.execute(create);
-    } catch {
-      await driver.execute(create);
-    }
   }
 
   async #register(state: ScheduleState, now: Date): Promise<void> {
