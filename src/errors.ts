@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'CONNECTION_BUDGET'
   | 'POOL_EXHAUSTED'
   | 'ALREADY_SUBSCRIBED'
+  | 'NO_ROUTE'
   | 'LEASE_LOST'
   | 'CANCELLED'
   | 'BATCH_ROLLED_BACK'
@@ -113,6 +114,22 @@ export class PoolExhaustedError extends QueueError {
 export class AlreadySubscribedError extends QueueError {
   constructor(message: string) {
     super('ALREADY_SUBSCRIBED', message);
+  }
+}
+
+/**
+ * No route matches a message name (`publishTo`, `subscribeTo`): fix the name, or declare a route
+ * for it with `broker.route(name, queue)`. `closest` holds the declared route names nearest to
+ * it (a few at most, nearest first), which the message names too.
+ */
+export class NoRouteError extends QueueError {
+  readonly routeName: string;
+  readonly closest: readonly string[];
+
+  constructor(details: { routeName: string; closest: readonly string[]; message: string }) {
+    super('NO_ROUTE', details.message);
+    this.routeName = details.routeName;
+    this.closest = details.closest;
   }
 }
 
