@@ -37,7 +37,8 @@ export class ExpectationWaits {
     const callSite: { stack?: string } = {};
     Error.captureStackTrace(callSite, this.until);
     const failure = (message: string): AssertionError => {
-      const error = new AssertionError({ message, operator: where });
+      // As assert.fail makes it: frameworks print the message alone, with no actual and expected to compare.
+      const error = new AssertionError({ message, operator: 'fail' });
       // The frames of the test that waited, not of the timer that fired.
       const frames = callSite.stack?.split('\n').slice(1).join('\n');
       if (frames !== undefined) error.stack = `${error.name}: ${message}\n${frames}`;
@@ -92,6 +93,29 @@ export function describeValue(value: unknown): string {
     text = String(value);
   }
   return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+}
+
+/**
+ * Items for a failure message: all of them when few, else how many of each kind and the last
+ * few. A handler that retries at once settles dozens of times within one wait.
+ */
+export function summarized<T>(items: readonly T[], describe: (item: T) => string, kindOf: (item: T) => string, shown = 5): string {
+  if (items.length <= shown) return items.map(describe).join(', ');
+  const kinds = new Map<string, number>();
+  for (const item of items) kinds.set(kindOf(item), (kinds.get(kindOf(item)) ?? 0) + 1);
+  const counts = [...kinds].map(([kind, count]) => `${count} ${kind}`).join(', ');
+  return `${counts}; the last ${shown}: ${items.slice(-shown).map(describe).join(', ')}`;
+}
+
+/** Each distinct text once, ordered by its latest coming, with how many times it came when more than once. */
+export function distinctWithCounts(texts: readonly string[]): string[] {
+  const counts = new Map<string, number>();
+  for (const text of texts) {
+    const previous = counts.get(text) ?? 0;
+    counts.delete(text);
+    counts.set(text, previous + 1);
+  }
+  return [...counts].map(([text, count]) => (count === 1 ? text : `${text} (${count} times)`));
 }
 
 /** "1 call", "2 calls". */

@@ -4,7 +4,7 @@ import type { Message } from '../delivery/message.js';
 import type { Outcome } from '../delivery/outcome.js';
 import type { QueueError } from '../errors.js';
 import type { DeadLetteredEvent, SettledEventOutcome } from '../subscription/lifecycle-events.js';
-import { assertThat, counted, describeValue, type ExpectationWaits, type WaitOptions } from './expectation-waits.js';
+import { assertThat, counted, describeValue, summarized, type ExpectationWaits, type WaitOptions } from './expectation-waits.js';
 
 /** One call of a recorded handler: one message, or a batch's messages. */
 export interface RecordedCall<Payload> {
@@ -234,7 +234,7 @@ export class HandlerRecorder<Payload = unknown> {
     const payloads = this.payloads;
     assertThat(
       payloads.some((received) => isDeepStrictEqual(received, payload)),
-      `expected the handler of "${this.queue.label}" to receive ${describeValue(payload)}; it received ${payloads.length === 0 ? 'nothing' : payloads.map(describeValue).join(', ')}`,
+      `expected the handler of "${this.queue.label}" to receive ${describeValue(payload)}; it received ${payloads.length === 0 ? 'nothing' : summarized(payloads, describeValue, () => 'payloads')}`,
       payloads,
       [payload],
       'assertCalledWith',
@@ -287,7 +287,7 @@ export class HandlerRecorder<Payload = unknown> {
     const settlements =
       this.#settlements.length === 0
         ? 'no settlement'
-        : `${counted(this.#settlements.length, 'settlement')} (${this.#settlements.map(describeSettlement).join(', ')})`;
+        : `${counted(this.#settlements.length, 'settlement')} (${summarized(this.#settlements, describeSettlement, (settlement) => settlement.outcome)})`;
     return `${counted(this.#calls.length, 'call')} and ${settlements}${this.#host.describeProblems()}`;
   }
 }

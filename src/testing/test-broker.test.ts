@@ -151,6 +151,23 @@ describe('tablequeue/testing on SQLite in memory', () => {
     expect(stack).toContain('test-broker.test.ts');
   });
 
+  it('sums up a failure that saw many settlements: counts per outcome, the last few, each error once with its count', async () => {
+    const immediate = defineTable({ table: 'immediate_jobs', id: 'id', group: 'queue', lockedUntil: 'locked_until', payload: 'payload' });
+    const queue = immediate.queue<string>('spins');
+    const harness = await testBroker({ tables: [immediate], timeoutMs: 300 });
+    // Without a retryAfter column every retry is due at once: the handler runs again and again.
+    const recorder = harness.record(queue, () => {
+      throw new Error('still failing');
+    });
+    await harness.publish(queue, 'x');
+    await recorder.waitForSettled({ count: 6 });
+
+    const failure = (await recorder.waitForSettled({ outcome: 'ack' }).catch((error: unknown) => error)) as AssertionError;
+    expect(failure.message).toMatch(
+      /saw \d+ calls and (\d+) settlements \(\1 retry; the last 5: (message \d+ attempt 1 retry: still failing, ){4}message \d+ attempt 1 retry: still failing\); broker errors: HandlerError: still failing \(\d+ times\); broker warnings: subscription "immediate_jobs\/spins": table "immediate_jobs" has no retryAfter column/,
+    );
+  });
+
   it('fails the assertions with the calls it saw', async () => {
     const harness = await testBroker();
     const recorder = harness.record(emails);

@@ -13,7 +13,7 @@ import { DeclarationError, type QueueError } from '../errors.js';
 import type { KeyedPublishOptions, KeyedPublishResult, PublishItem, PublishOptions } from '../publish/publish-options.js';
 import { bindStatement } from '../statement.js';
 import type { BatchHandler, Handler, HandlerContext, SubscribeOptions } from '../subscription/subscription-options.js';
-import { counted, DEFAULT_WAIT_TIMEOUT_MS, describeValue, ExpectationWaits, type WaitOptions } from './expectation-waits.js';
+import { counted, DEFAULT_WAIT_TIMEOUT_MS, describeValue, distinctWithCounts, ExpectationWaits, summarized, type WaitOptions } from './expectation-waits.js';
 import { HandlerRecorder, type RecorderHost } from './handler-recorder.js';
 
 export interface TestBrokerOptions {
@@ -238,7 +238,8 @@ export class TestBroker {
       },
       () => {
         const published = this.#publishedTo(queue);
-        return `${counted(published.length, 'publish')}${published.length === 0 ? '' : ` (${published.map((entry) => describeValue(entry.payload)).join(', ')})`}${this.#describeProblems()}`;
+        const payloads = summarized(published, (entry) => describeValue(entry.payload), (entry) => `from the ${entry.from}`);
+        return `${counted(published.length, 'publish')}${published.length === 0 ? '' : ` (${payloads})`}${this.#describeProblems()}`;
       },
       options.timeoutMs ?? this.#timeoutMs,
     );
@@ -365,10 +366,11 @@ export class TestBroker {
 
   /** The broker's errors and warnings, appended to a failure message. */
   #describeProblems(): string {
-    const errors = this.#errors.map((error) => `${error.name}: ${error.message}`);
+    const errors = distinctWithCounts(this.#errors.map((error) => `${error.name}: ${error.message}`)).slice(-5);
+    const warnings = distinctWithCounts(this.#warnings).slice(-5);
     const parts = [
-      errors.length === 0 ? undefined : `; broker errors: ${errors.slice(-5).join(' | ')}`,
-      this.#warnings.length === 0 ? undefined : `; broker warnings: ${this.#warnings.slice(-5).join(' | ')}`,
+      errors.length === 0 ? undefined : `; broker errors: ${errors.join(' | ')}`,
+      warnings.length === 0 ? undefined : `; broker warnings: ${warnings.join(' | ')}`,
     ];
     return parts.filter((part) => part !== undefined).join('');
   }
