@@ -32,6 +32,7 @@ import { routesSuite } from './suites/routes.suite.js';
 import { schedulesSuite } from './suites/schedules.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
+import { sideTablesSuite } from './suites/side-tables.suite.js';
 import { renewalConnectionSuite, sharedPoolSuite } from './suites/shared-pool.suite.js';
 import { startupSuite } from './suites/startup.suite.js';
 import { stopCancelSuite } from './suites/stop-cancel.suite.js';
@@ -97,6 +98,7 @@ export function runConformance(stand: Stand): Promise<void> {
       retentionSuite(context);
       pauseSuite(context);
       cancelSuite(context);
+      sideTablesSuite(context);
       routesSuite(context);
       textCollationSuite(context);
       metricsSuite(context);

@@ -22,6 +22,8 @@ export interface LineProcessOptions<Item> {
   /** The start of the lines that report an item, for example `handling `. */
   readonly prefix: string;
   readonly parse: (rest: string) => Item;
+  /** Whether the test writes to the process's stdin (`child.stdin`), to tell it when to go on. */
+  readonly input?: boolean;
 }
 
 /**
@@ -31,7 +33,7 @@ export interface LineProcessOptions<Item> {
 export function spawnLineProcess<Item>(options: LineProcessOptions<Item>): LineProcess<Item> {
   const { label, prefix } = options;
   const child = spawn(process.execPath, ['--import', 'tsx', options.script, JSON.stringify(options.config)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.input === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   const items: Item[] = [];
   const waiters: { count: number; resolve: () => void }[] = [];
