@@ -32,7 +32,7 @@ export type {
 export type { SubscriptionStats } from './subscription/subscription.js';
 export type { ConcurrencyOption } from './subscription/concurrency-limits.js';
 export type { RateOption, RateLimitSettings } from './subscription/rate-limit.js';
-export { createRateLimitsTableSql } from './subscription/rate-limit.js';
+export { createRateLimitsByKeyTableSql, createRateLimitsTableSql } from './subscription/rate-limit.js';
 export type { ConcurrencyLimits } from './claim/form-context.js';
 export type { DeliveryFailureDetail } from './subscription/delivery-runner.js';
 export type { CancelResult } from './broker/message-cancel.js';

@@ -57,6 +57,11 @@ export type ParamName =
   | 'freeSince'
   | 'usedAt'
   | 'taken'
+  | 'unused'
+  | 'rateKey'
+  | 'uses'
+  | 'rateFreeSince'
+  | 'rateLimit'
   | `column:${string}`;
 
 /** A statement with its values, ready for a driver. */

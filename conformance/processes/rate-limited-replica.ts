@@ -11,7 +11,7 @@ interface RateLimitedReplicaConfig {
   table: TableDeclaration;
   queue: string;
   workers: number;
-  rate: { limit: number; perMs: number };
+  rate: { limit: number; perMs: number; key?: boolean };
   /** The insert into the handled table: placeholders for the id, the process id and the time. */
   recordSql: string;
 }

@@ -1,4 +1,5 @@
 import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
+import type { RateLimitsTable } from '../dialect/rate-limit-statements.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import type { ParamValues, Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -34,14 +35,20 @@ export interface FormContext {
   readonly rate?: RateClaim | undefined;
 }
 
-/** What a claim under a rate limit runs (subscription/rate-limit.ts), after the concurrency guard and count. */
+/** What a lease claim under a rate limit runs (subscription/rate-limit.ts), after the concurrency guard and count. */
 export interface RateClaim {
+  /** The rate limits table when the claim statement reads each key's room (`rate.key`); undefined for a whole-queue rate. */
+  readonly byKeyTable: RateLimitsTable | undefined;
   /** Takes the rate guard, where the claim's transaction is not already one (SQLite's is). */
   guard(connection: Connection): Promise<void>;
   /** How many rows the rate lets this claim take now (0 notes when the next slot frees). */
   free(connection: Connection, values: ParamValues): Promise<number>;
-  /** Uses one slot per row taken. */
-  use(connection: Connection, values: ParamValues, taken: number): Promise<void>;
+  /** What the claim statement binds for the rate (per key: its window and limit). */
+  claimValues(values: ParamValues): ParamValues;
+  /** Uses one slot per row taken (per key: records each key's rows). */
+  use(connection: Connection, values: ParamValues, rows: readonly Record<string, unknown>[]): Promise<void>;
+  /** After a claim that took nothing: notes when the rate could next let one through. */
+  tookNothing(connection: Connection, values: ParamValues): Promise<void>;
   readonly statements: readonly Statement[];
 }
 

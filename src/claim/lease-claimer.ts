@@ -125,6 +125,7 @@ export class LeaseClaimer {
         }
       }
       if (limit > 0 && rate !== undefined) {
+        // Per key the rate bounds each key's rows in the claim statement, not the claim as a whole.
         await rate.claim.guard(connection);
         limit = Math.min(limit, await rate.claim.free(connection, values));
       }
@@ -132,12 +133,15 @@ export class LeaseClaimer {
         await transaction.rollBack();
         return [];
       }
-      const limited = { ...values, limit };
+      const limited = { ...values, ...rate?.claim.claimValues(values), limit };
       const rows =
         claim.kind === 'selectThenStamp'
           ? await this.#selectThenStamp(connection, transaction, claim, limited)
           : (await connection.execute(bindStatement(claim.statement, limited))).rows;
-      if (rate !== undefined && rows.length > 0) await rate.claim.use(connection, values, rows.length);
+      if (rate !== undefined) {
+        if (rows.length > 0) await rate.claim.use(connection, values, rows);
+        else await rate.claim.tookNothing(connection, values);
+      }
       return rows;
     });
   }

@@ -370,7 +370,7 @@ function renderLeaseStatements(context: FormContext): LeaseStatementSet {
     ? dialect.session.begin({ isolation: 'read committed' })
     : begin;
   return {
-    claim: dialect.lease.claim(spec, columns, { perKey: concurrency?.perKey !== undefined }),
+    claim: dialect.lease.claim(spec, columns, { perKey: concurrency?.perKey !== undefined, rateByKey: context.rate?.byKeyTable }),
     concurrency: limits && {
       begin: limitsBegin,
       guard: limits.guard(spec),

@@ -38,10 +38,10 @@ describe('queueReadersOf', () => {
   it('sums what the reporting subscriptions of each queue declare and count', () => {
     const brokers = list([
       broker('a', [{ queue: 'jobs/payments', concurrency: { global: 5, perKey: 1 }, timedOut: 2, cancelled: 1 }, { queue: 'jobs/emails' }]),
-      broker('b', [{ queue: 'jobs/payments', concurrency: { global: 5 }, rate: { limit: 50, perMs: 1_000 }, timedOut: 1, cancelled: 'many' }]),
+      broker('b', [{ queue: 'jobs/payments', concurrency: { global: 5 }, rate: { limit: 50, perMs: 1_000, key: true }, timedOut: 1, cancelled: 'many' }]),
     ]);
     expect(queueReadersOf(brokers, jobs, [counts('payments', 1)])?.reported).toEqual([
-      { group: 'payments', limits: ['at most 5 in work', 'at most 1 in work per key', 'at most 50 per 1000 ms'], timedOut: 3, cancelled: 1 },
+      { group: 'payments', limits: ['at most 5 in work', 'at most 1 in work per key', 'at most 50 per 1000 ms per key'], timedOut: 3, cancelled: 1 },
       { group: 'emails', limits: [], timedOut: 0, cancelled: 0 },
     ]);
   });

@@ -118,8 +118,8 @@ function limitsOf(subscription: object): string[] {
     if (typeof perKey === 'number') limits.push(`at most ${perKey} in work per key`);
   }
   if (typeof rate === 'object' && rate !== null) {
-    const { limit, perMs } = rate as { limit?: unknown; perMs?: unknown };
-    if (typeof limit === 'number' && typeof perMs === 'number') limits.push(`at most ${limit} per ${perMs} ms`);
+    const { limit, perMs, key } = rate as { limit?: unknown; perMs?: unknown; key?: unknown };
+    if (typeof limit === 'number' && typeof perMs === 'number') limits.push(`at most ${limit} per ${perMs} ms${key === true ? ' per key' : ''}`);
   }
   return limits;
 }

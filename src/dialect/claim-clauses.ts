@@ -3,6 +3,7 @@ import type { ClaimFormName, TableSpec } from '../table/table-spec.js';
 import { nowOf } from './database-clock.js';
 import type { LeaseClaimOptions, TableColumns } from './dialect.js';
 import { identifier, joinSql, param, qualifiedName, sql, type SqlText } from './quoting.js';
+import { RATE_KEY_USE_COLUMNS, rateKeyUsesTableOf } from './rate-limit-statements.js';
 
 /** The queue table, schema-qualified when declared so. */
 export function tableOf(spec: TableSpec): SqlText {
@@ -64,7 +65,7 @@ export function skipLockedSelect(
 ): SqlText {
   const from = sql`SELECT ${columnList(columns)} FROM ${tableOf(spec)}`;
   if (isFifo(spec)) return sql`${from}${whereAll(fifoHeadConditions(spec, form))} FOR UPDATE SKIP LOCKED`;
-  const where = whereAll([...claimConditions(spec, form), ...perKeyConditions(spec, options)]);
+  const where = whereAll([...claimConditions(spec, form), ...perKeyConditions(spec, options), ...rateKeyConditions(spec, options)]);
   return sql`${from}${where} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`;
 }
 
@@ -90,18 +91,48 @@ export function rowsInWork(spec: TableSpec): SqlText[] {
  */
 export function perKeyConditions(spec: TableSpec, options: LeaseClaimOptions): SqlText[] {
   if (options.perKey !== true) return [];
-  if (spec.partitionKey === undefined) {
-    throw new TypeError(`table "${spec.qualifiedName}" has no partitionKey column; a perKey claim is rendered for keyed tables only`);
-  }
-  const key = identifier(spec.partitionKey);
+  const key = identifier(requirePartitionKey(spec, 'a perKey claim'));
   const id = identifier(spec.id.column);
   const hasKey = sql`${key} IS NOT NULL`;
-  const rank = sql`ROW_NUMBER() OVER (PARTITION BY ${key} ORDER BY ${claimOrder(spec)})`;
-  const ranked = sql`SELECT ${id}, ${key}, ${rank} AS tablequeue_rank FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'lease'), hasKey])}`;
+  const ranked = rankedByKey(spec);
   const held = sql`SELECT ${key}, COUNT(*) AS tablequeue_count FROM ${tableOf(spec)}${whereAll([...rowsInWork(spec), hasKey])} GROUP BY ${key}`;
   const room = sql`tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_held.tablequeue_count, 0) <= ${param('perKey')}`;
   const join = sql`(${ranked}) AS tablequeue_ranked LEFT JOIN (${held}) AS tablequeue_held ON tablequeue_held.${key} = tablequeue_ranked.${key}`;
   return [sql`(${key} IS NULL OR ${id} IN (SELECT tablequeue_ranked.${id} FROM ${join} WHERE ${room}))`];
+}
+
+/**
+ * `rate: { key: true }` (lease form): a row with a partition key is claimable only while the rows
+ * of its key taken within the window (summed from the rate's uses table), plus the claimable rows
+ * of the key ahead of it in claim order, stay within `:rateLimit`; the same rank and join as
+ * `perKeyConditions`, counting uses instead of leases. A row without a key is not limited, as it
+ * counts toward no key in perKey. Only sound behind the rate guard.
+ */
+export function rateKeyConditions(spec: TableSpec, options: LeaseClaimOptions): SqlText[] {
+  if (options.rateByKey === undefined) return [];
+  const key = identifier(requirePartitionKey(spec, 'a rate per key'));
+  const u = RATE_KEY_USE_COLUMNS;
+  const usesTable = rateKeyUsesTableOf(options.rateByKey);
+  const uses = qualifiedName(usesTable.schema, usesTable.name);
+  const queue = sql`${identifier(u.queueTable)} = ${param(`column:${u.queueTable}`)} AND ${identifier(u.queueName)} = ${param(`column:${u.queueName}`)}`;
+  const used = sql`SELECT ${identifier(u.rateKey)}, SUM(${identifier(u.uses)}) AS tablequeue_count FROM ${uses} WHERE ${queue} AND ${identifier(u.usedAtMs)} > ${param('rateFreeSince')} GROUP BY ${identifier(u.rateKey)}`;
+  const room = sql`tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ${param('rateLimit')}`;
+  const join = sql`(${rankedByKey(spec)}) AS tablequeue_ranked LEFT JOIN (${used}) AS tablequeue_used ON tablequeue_used.${identifier(u.rateKey)} = tablequeue_ranked.${key}`;
+  return [sql`(${key} IS NULL OR ${identifier(spec.id.column)} IN (SELECT tablequeue_ranked.${identifier(spec.id.column)} FROM ${join} WHERE ${room}))`];
+}
+
+/** The claimable rows that have a key, each with its place among its key's rows in claim order. */
+function rankedByKey(spec: TableSpec): SqlText {
+  const key = identifier(requirePartitionKey(spec, 'a per-key claim'));
+  const rank = sql`ROW_NUMBER() OVER (PARTITION BY ${key} ORDER BY ${claimOrder(spec)})`;
+  return sql`SELECT ${identifier(spec.id.column)}, ${key}, ${rank} AS tablequeue_rank FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'lease'), sql`${key} IS NOT NULL`])}`;
+}
+
+function requirePartitionKey(spec: TableSpec, what: string): string {
+  if (spec.partitionKey === undefined) {
+    throw new TypeError(`table "${spec.qualifiedName}" has no partitionKey column; ${what} is rendered for keyed tables only`);
+  }
+  return spec.partitionKey;
 }
 
 /** FIFO groups (WP-11): the table declares `group: { column, fifo: true }`. */

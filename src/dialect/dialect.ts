@@ -1,3 +1,4 @@
+import type { RateLimitsTable } from './rate-limit-statements.js';
 import type { Statement } from '../statement.js';
 import type { IsolationLevel, SqliteBeginMode, TableSpec } from '../table/table-spec.js';
 import type { AdvisoryStatements } from './advisory-statements.js';
@@ -136,6 +137,12 @@ export interface LeaseClaimOptions {
    * (claim-clauses.ts `perKeyConditions`). Run only behind the concurrency guard.
    */
   readonly perKey?: boolean;
+  /**
+   * `rate: { key: true }`: rows whose partition key took `:rateLimit` rows since `:rateFreeSince`
+   * (in the uses table of this rate limits table) are not claimable, and a claim takes no more of
+   * a key than its room (claim-clauses.ts `rateKeyConditions`). Run only behind the rate guard.
+   */
+  readonly rateByKey?: RateLimitsTable;
 }
 
 /**

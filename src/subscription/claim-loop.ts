@@ -77,6 +77,11 @@ export interface ClaimLoopOptions {
 /** A subscription's rate limit (subscription/rate-limit.ts), as the loop sees it. */
 export interface RateGate {
   /**
+   * A rate per key, after a claim that took nothing: the longest the empty wait may be, since a
+   * key held back may have room again then; undefined when no key is held back.
+   */
+  takeEmptyWaitCapMs?(): number | undefined;
+  /**
    * After a claim that took nothing: milliseconds until the rate lets a claim take a row again,
    * when the rate is what held it back; undefined when the queue was simply empty.
    */
@@ -361,7 +366,8 @@ export class ClaimLoop {
         this.#signals.waiting.emit(waitMs);
         await this.#wake.wait(waitMs);
       } else {
-        const waitMs = this.#emptyWaitMs();
+        const capMs = this.#options.rate?.takeEmptyWaitCapMs?.();
+        const waitMs = capMs === undefined ? this.#emptyWaitMs() : Math.min(capMs, this.#emptyWaitMs());
         this.#signals.waiting.emit(waitMs);
         await this.#wake.wait(waitMs);
       }

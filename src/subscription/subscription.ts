@@ -178,7 +178,7 @@ export class Subscription {
     }
     const { rate } = this.#options;
     if (rate !== undefined) {
-      checkRateFits(spec, dialect, this.name);
+      checkRateFits(rate, spec, dialect, this.name);
       const table = runtime.rateLimitsTable ?? parseRateLimitsTable(DEFAULT_RATE_LIMITS_TABLE, dialect.name);
       this.#rate = new RateLimiter({ dialect, table, spec, group: this.queue.group, settings: rate });
       await this.#rate.ensure(driver);
@@ -198,7 +198,8 @@ export class Subscription {
       transactional,
       keyed: isKeyed,
       hasRoomForConnection: () => budget.held < budget.limit,
-      rate: this.#rate,
+      // The lease form takes its slots inside its claim; the others reserve them around it (`aroundClaim`).
+      rate: spec.form === 'lease' ? this.#rate : undefined,
       concurrency,
     };
     const leaseMs = roundLeaseMs(this.#options.leaseMs);
@@ -212,7 +213,11 @@ export class Subscription {
     });
     this.#form = form;
     try {
-      await prepareStatements(runtime.driver, form.statements, { kind: 'table', table: this.queue.table.spec.qualifiedName });
+      const reservations = spec.form !== 'lease' && this.#rate !== undefined ? this.#rate.reservationStatements : [];
+      await prepareStatements(runtime.driver, [...form.statements, ...reservations], {
+        kind: 'table',
+        table: this.queue.table.spec.qualifiedName,
+      });
     } catch (error) {
       form.close();
       throw error;
@@ -286,13 +291,23 @@ export class Subscription {
       pollIntervalMs: this.#options.pollIntervalMs,
       poolStats: () => driver.stats(),
       budget,
-      claim: tracedClaim(observer, (limit) => form.claim(limit, clock.now())),
+      claim: tracedClaim(observer, (limit) => {
+        const now = clock.now();
+        const rate = spec.form === 'lease' ? undefined : this.#rate;
+        if (rate === undefined) return form.claim(limit, now);
+        return rate.aroundClaim(driver, now, limit, (reserved) => form.claim(reserved, now), (error) =>
+          runtime.onError(error, { subscription: this.name, phase: 'rate release' }),
+        );
+      }),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
       isContention: isClaimContention,
       handBack: (row) => this.#handBack(runtime, row),
       signals: this.testHooks.loop,
       pause: this.#pause,
-      rate: this.#rate && { takeWaitMs: () => this.#rate?.takeWaitMs(clock.now().getTime()) },
+      rate: this.#rate && {
+        takeWaitMs: () => this.#rate?.takeWaitMs(clock.now().getTime()),
+        takeEmptyWaitCapMs: () => this.#rate?.takeEmptyWaitCapMs(clock.now().getTime()),
+      },
     });
   }
 

@@ -502,8 +502,10 @@ function limitsOf(subscription: ReportedSubscription): string[] {
     if (typeof perKey === 'number') limits.push(`at most ${count(perKey)} in work per key`);
   }
   if (typeof rate === 'object' && rate !== null) {
-    const { limit, perMs } = rate as { limit?: unknown; perMs?: unknown };
-    if (typeof limit === 'number' && typeof perMs === 'number') limits.push(`at most ${count(limit)} per ${count(perMs)} ms`);
+    const { limit, perMs, key } = rate as { limit?: unknown; perMs?: unknown; key?: unknown };
+    if (typeof limit === 'number' && typeof perMs === 'number') {
+      limits.push(`at most ${count(limit)} per ${count(perMs)} ms${key === true ? ' per key' : ''}`);
+    }
   }
   return limits;
 }

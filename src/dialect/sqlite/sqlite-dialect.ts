@@ -9,6 +9,7 @@ import {
   fifoHeadConditions,
   isFifo,
   perKeyConditions,
+  rateKeyConditions,
   refuseUnbuiltClaims,
   tableOf,
   whereAll,
@@ -105,7 +106,7 @@ function renderLeaseClaim(spec: TableSpec, columns: TableColumns, options: Lease
   refuseUnbuiltClaims(spec, DATABASE);
   const id = identifier(spec.id.column);
   const selectIds = sql`SELECT ${id} FROM ${tableOf(spec)}`;
-  const conditions = [...claimConditions(spec, 'lease'), ...perKeyConditions(spec, options)];
+  const conditions = [...claimConditions(spec, 'lease'), ...perKeyConditions(spec, options), ...rateKeyConditions(spec, options)];
   const claimable = isFifo(spec)
     ? sql`${selectIds}${whereAll(fifoHeadConditions(spec, 'lease'))}`
     : sql`${selectIds}${whereAll(conditions)} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
