@@ -11,6 +11,7 @@ import { runPartitioningBenchmark, type PartitioningSettings } from './partition
 import { formatPartitioningTable } from './partitioning/partitioning-report.js';
 import { runRetentionCommand } from './retention/retention-benchmark.js';
 import { runEventsCommand } from './events/events-benchmark.js';
+import { runControlReadsCommand } from './control-reads/control-reads-benchmark.js';
 import { REPORT_USAGE, runReportCommand } from './suite/report-command.js';
 import { runSuiteCommand, SUITE_USAGE } from './suite/suite-command.js';
 
@@ -39,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'report') return runReportCommand(argv);
   if (argv[0] === 'retention') return runRetentionCommand(argv);
   if (argv[0] === 'events') return runEventsCommand(argv);
+  if (argv[0] === 'control-reads') return runControlReadsCommand(argv);
   if (argv[0] !== 'partitioning') return runSuiteCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,

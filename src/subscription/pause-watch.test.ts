@@ -49,6 +49,24 @@ describe('PauseWatch', () => {
     expect(slow.msUntilStale()).toBe(0);
   });
 
+  it("takes the broker's read for every queue as its own, unless a refresh arrived after that read began", async () => {
+    const { watch, state } = watchOf();
+    state.now = 100;
+    watch.observe(true, 100);
+    state.now = 1_099;
+    expect(watch.isPaused()).toBe(true);
+    expect(watch.msUntilStale()).toBe(1);
+    expect(state.reads).toBe(0);
+
+    watch.refresh();
+    watch.observe(false, 1_050);
+    expect(watch.msUntilStale()).toBe(0);
+    expect(watch.isPausedNow).toBe(true);
+    watch.observe(false, 1_100);
+    expect(watch.isPaused()).toBe(false);
+    expect(state.reads).toBe(0);
+  });
+
   it('shares one read between the claims that ask at once', async () => {
     const { watch, state } = watchOf();
     const answers = await Promise.all([watch.isPaused(), watch.isPaused(), watch.isPaused()]);

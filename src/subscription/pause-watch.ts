@@ -29,6 +29,8 @@ export class PauseWatch implements PauseGate {
   #hasReportedFailure = false;
   /** Counts refreshes, so a read that a refresh overtook does not count as fresh. */
   #refreshes = 0;
+  /** When the last refresh arrived: a read the broker made for every queue counts only if it began later. */
+  #refreshedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: PauseWatchOptions) {
     this.#options = options;
@@ -54,7 +56,19 @@ export class PauseWatch implements PauseGate {
   /** The state changed somewhere (a pause or resume, a LISTEN session back): read again before the next claim. */
   refresh(): void {
     this.#refreshes += 1;
+    this.#refreshedAt = this.#now();
     this.#readAt = undefined;
+  }
+
+  /**
+   * A read made for this queue with others (the broker's one read per poll interval), begun at
+   * `readStartedAt` on this watch's clock: fresh from then, unless a refresh arrived since it began.
+   */
+  observe(isPaused: boolean, readStartedAt: number): void {
+    if (this.#refreshedAt >= readStartedAt) return;
+    this.#isPaused = isPaused;
+    this.#hasReportedFailure = false;
+    if (this.#readAt === undefined || this.#readAt < readStartedAt) this.#readAt = readStartedAt;
   }
 
   async #read(): Promise<boolean> {
