@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Connection } from '../../src/driver/driver.js';
+import { sideTableCatalogue } from '../../src/cli/side-table-catalogue.js';
 import { CancelledError, defineTable, type Broker } from '../../src/index.js';
 import { Collector, createBroker, createTable, waitForDatabase } from '../fixtures.js';
 import { spawnLineProcess, type LineProcess } from '../processes/spawn-line-process.js';
@@ -179,6 +180,28 @@ export function sideTablesSuite(context: SuiteContext): void {
         for (const { replica } of remote) replica.child.kill('SIGTERM');
         await Promise.all(remote.map(({ replica }) => replica.exited));
       }
+    });
+
+    it('the DDL tablequeue init --side-tables prints runs as printed, and a broker then works on the tables it made', async () => {
+      const table = defineTable(SIDE_TABLE_JOBS);
+      await createTable(stand, context.db, table);
+      const catalogue = sideTableCatalogue(stand.ddlDialect);
+      for (const entry of catalogue) await context.db.exec(entry.sql);
+      for (const entry of catalogue) expect(await context.db.query(`SELECT COUNT(*) AS n FROM ${entry.table}`)).toHaveLength(1);
+      const problems: string[] = [];
+      const broker = createBroker(context.db, context.brokers, SIDE_TABLE_BROKER_OPTIONS);
+      broker.on('warning', (message) => problems.push(`warning: ${message}`));
+      broker.on('error', (error) => problems.push(`error: ${error.message}`));
+      const handling = new Collector<string>();
+      const aborted = new Collector<unknown>();
+      declareEverySideTable(broker, table, 'work', { onHandling: (id) => handling.push(id), onAborted: (_id, reason) => aborted.push(reason) });
+      await broker.start();
+      expect((await broker.publish(table.queue('throttled'), {}, { dedupeKey: 'once', dedupeForMs: 60_000 })).status).toBe('published');
+      const id = await broker.publish(table.queue('work'), {});
+      await handling.waitFor(1);
+      expect(await broker.cancel(table.queue('work'), id)).toEqual({ status: 'inWork' });
+      expect((await aborted.waitFor(1))[0]).toBeInstanceOf(CancelledError);
+      expect(problems).toEqual([]);
     });
   });
 }

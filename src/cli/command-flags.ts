@@ -19,6 +19,7 @@ export const INIT_FLAGS = {
   'if-not-exists': { type: 'boolean' },
   schedules: { type: 'boolean' },
   'schedules-table': { type: 'string' },
+  'side-tables': { type: 'boolean' },
   print: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;

@@ -13,12 +13,14 @@ import { roleColumns, type TableDeclaration, type TableSpec } from '../table/tab
 import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { createSchedulesTableSql } from '../schedule/schedules-table.js';
 import { INIT_FLAGS } from './command-flags.js';
+import { sideTablesScript } from './side-table-catalogue.js';
 import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
 import { UsageError } from './usage-error.js';
 import { writeLine, type CliIo } from './cli-io.js';
 
 const INIT_USAGE = `usage: tablequeue init --database URL --table NAME [options]
        tablequeue init --database URL --schedules [--schedules-table NAME] [--print]
+       tablequeue init --database URL --side-tables
 
 Creates a queue table and its claim-order index. The default layout has an id, a queue (group)
 column, retry_after, attempt, headers and payload; with --lease it is the README Quickstart's.
@@ -40,6 +42,10 @@ ${DATABASE_FLAGS_HELP}
   --schedules               create the schedules table of broker.schedule instead (if it does not
                             exist; a broker with schedules also creates it at start)
   --schedules-table NAME    its name (default ${DEFAULT_SCHEDULES_TABLE}, the brokers' schedulesTable)
+  --side-tables             print the DDL of every side table brokers create if missing (heartbeat,
+                            schedules, queue controls, cancellations, maintenance, rate limits,
+                            dedupe windows, concurrency), under their default names, for a migration;
+                            needs only the URL's scheme, as --print
   --print                   print the SQL instead of running it (needs only the URL's scheme:
                             mysql:// prints MySQL's spelling, mariadb:// MariaDB's)
   -h, --help                this help`;
@@ -83,6 +89,7 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
     return 0;
   }
   const database = databaseUrlOf('init', values, INIT_USAGE, io.env);
+  if (values['side-tables'] === true) return printSideTables(database, values, io);
   if (values.schedules === true) return initSchedulesTable(database, values, io);
   if (values['schedules-table'] !== undefined) throw new UsageError('--schedules-table names the table --schedules creates; add --schedules');
   if (values.table === undefined) throw new UsageError(`init needs --table\n\n${INIT_USAGE}`);
@@ -150,6 +157,17 @@ async function initSchedulesTable(database: string, values: InitSchedulesFlags, 
   } finally {
     await driver.close();
   }
+}
+
+/** `init --side-tables`: every side table's DDL, printed; nothing runs. */
+function printSideTables(database: string, values: InitSchedulesFlags & { readonly schedules?: boolean | undefined }, io: CliIo): number {
+  const otherFlags = [...LAYOUT_FLAG_NAMES, 'schedules', 'schedules-table'] as const;
+  const given = otherFlags.filter((name) => values[name] !== undefined);
+  if (given.length > 0) {
+    throw new UsageError(`--side-tables prints the side tables' DDL only; drop ${given.map((name) => `--${name}`).join(', ')}`);
+  }
+  writeLine(io.stdout, sideTablesScript(ddlDialectOf(database)));
+  return 0;
 }
 
 /** The queue table's flags, which `--schedules` refuses. */
