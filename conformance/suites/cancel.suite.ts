@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { runCliHere } from '../../src/cli/run-cli.fixture.js';
-import { CancelledError, ClosedError, DeclarationError, defineTable, UnsupportedError, type Queue } from '../../src/index.js';
+import { CancelledError, ClosedError, DeclarationError, UnsupportedError, type Queue } from '../../src/index.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, statsOf, untilStats, waitForDatabase } from '../fixtures.js';
 import { spawnLineProcess } from '../processes/spawn-line-process.js';
 import type { SuiteContext } from '../run-conformance.js';
+import { advisoryDeclaration, advisoryTable } from './advisory-tables.js';
 
 const CANCEL_WORKER = new URL('../processes/cancel-worker.ts', import.meta.url).pathname;
 
@@ -11,20 +12,100 @@ const CANCEL_WORKER = new URL('../processes/cancel-worker.ts', import.meta.url).
 export function cancelSuite(context: SuiteContext): void {
   const { stand } = context;
   describe('cancel refusals', () => {
-    it('refuses before start, after stop, without an id, and on an advisory lock table, saying why', async () => {
+    it('refuses before start, after stop, without an id, and on an advisory table whose rows share keys, saying why', async () => {
       const table = jobsTable({ form: 'lease' });
       await createTable(stand, context.db, table);
       const broker = createBroker(context.db, context.brokers);
       await expect(broker.cancel(table.queue('emails'), '1')).rejects.toThrow(ClosedError);
       await broker.start();
       await expect(broker.cancel(table.queue('emails'), '')).rejects.toThrow(DeclarationError);
-      const advisory = defineTable({ table: 'advisory_jobs', id: 'id', group: 'queue', advisoryLock: 'job-{id}' });
-      const refusal = broker.cancel(advisory.queue('emails'), '1');
+      const shared = advisoryTable({ name: 'advisory_jobs', keyedByCustomer: true });
+      const refusal = broker.cancel(shared.queue('emails'), '1');
       await expect(refusal).rejects.toThrow(UnsupportedError);
-      await expect(refusal).rejects.toThrow(/advisory lock form .* declare lockedUntil/);
+      await expect(refusal).rejects.toThrow(/does not name the id column "id", so rows share keys .*such as "job-\{id\}"/);
       await broker.stop();
       await expect(broker.cancel(table.queue('emails'), '1')).rejects.toThrow(/broker is stopped/);
     });
+  });
+
+  describe('advisory cancel (a key per row)', () => {
+    it('a waiting message, due or delayed, is removed before any handler sees it; an unknown id is gone', async () => {
+      const table = advisoryTable();
+      await createTable(stand, context.db, table);
+      const queue = table.queue<string>('emails');
+      const broker = createBroker(context.db, context.brokers);
+      await broker.start();
+      const doomed = await broker.publish(queue, 'doomed');
+      const delayed = await broker.publish(queue, 'later', { delayMs: 3_600_000 });
+      const kept = await broker.publish(queue, 'kept');
+      expect(await broker.cancel(queue, doomed)).toEqual({ status: 'waiting' });
+      expect(await broker.cancel(queue, delayed)).toEqual({ status: 'waiting' });
+      expect(await broker.cancel(queue, doomed)).toEqual({ status: 'gone' });
+      expect(await broker.cancel(table.queue('sms'), kept)).toEqual({ status: 'gone' });
+      expect(await countRows(context.db, 'jobs')).toBe(1);
+    });
+
+    it('a message in work in this broker: its signal aborts with a CancelledError, it settles as cancelled, and its key is free again', async () => {
+      const table = advisoryTable();
+      await createTable(stand, context.db, table);
+      const queue = table.queue<string>('emails');
+      const broker = createBroker(context.db, context.brokers);
+      const started = new Collector<string>();
+      const reasons = new Collector<unknown>();
+      broker.subscribe(queue, async (message, handlerContext) => {
+        started.push(message.id);
+        if (message.payload !== 'work') return;
+        await new Promise((resolve) => handlerContext.signal.addEventListener('abort', resolve, { once: true }));
+        reasons.push(handlerContext.signal.reason);
+        return { kind: 'retry' } as const;
+      });
+      await broker.start();
+      const id = await broker.publish(queue, 'work');
+      await started.waitFor(1);
+      expect(await broker.cancel(queue, id)).toEqual({ status: 'inWork' });
+      const [reason] = await reasons.waitFor(1);
+      expect(reason).toBeInstanceOf(CancelledError);
+      await untilStats(broker, queue, (stats) => stats.cancelled === 1 && stats.inWork === 0, 'the delivery settled as cancelled');
+      expect(statsOf(broker, queue).retried).toBe(0);
+      expect(await countRows(context.db, 'jobs')).toBe(0);
+      await waitForDatabase(async () => (await countRows(context.db, 'tablequeue_cancellations')) === 0, 10_000, 'the record removed');
+      const next = await broker.publish(queue, 'next');
+      await started.waitFor(2);
+      expect(started.items).toEqual([id, next]);
+    });
+
+    if (stand.capabilities.supportsProcesses && stand.capabilities.supportsSessionLocks) {
+      it('a message in work in another process: the key it holds tells the cancel, and that handler aborts at its poll', async () => {
+        const table = advisoryTable();
+        await createTable(stand, context.db, table);
+        const queue: Queue<string> = table.queue<string>('emails');
+        const canceller = createBroker(context.db, context.brokers);
+        await canceller.start();
+        const id = await canceller.publish(queue, 'work');
+        const next = await canceller.publish(queue, 'next');
+        const worker = spawnLineProcess({
+          script: CANCEL_WORKER,
+          config: { database: context.db.url, table: advisoryDeclaration(), queue: 'emails', leaseMs: 2_000, pollIntervalMs: 50 },
+          label: 'cancel worker',
+          prefix: 'event ',
+          parse: (rest) => rest,
+        });
+        try {
+          await worker.ready;
+          await worker.itemsAtLeast(1);
+          expect(worker.items[0]).toBe(`handling ${id}`);
+          expect(await canceller.cancel(queue, id)).toEqual({ status: 'inWork' });
+          await worker.itemsAtLeast(3, 15_000);
+          expect(worker.items.slice(1, 3)).toEqual([`aborted ${id} CANCELLED`, `settled ${id} cancelled=1 leasesLost=0`]);
+          await worker.itemsAtLeast(4);
+          expect(worker.items[3]).toBe(`handling ${next}`);
+          expect(await countRows(context.db, 'jobs', `id = ${Number(id)}`)).toBe(0);
+        } finally {
+          worker.child.kill('SIGTERM');
+          await worker.exited;
+        }
+      });
+    }
   });
 
   for (const form of formsOf(stand)) {

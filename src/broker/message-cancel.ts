@@ -12,6 +12,8 @@ import type { NotifyStatements } from '../dialect/notify.js';
 import { withConnection, withTransaction, type TransactionStatements } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
 import { createSideTable } from '../driver/side-table-creation.js';
+import { ADVISORY_CONFIRMED_COLUMN, ADVISORY_KEY_COLUMN } from '../dialect/advisory-statements.js';
+import { inProcessLocks } from '../claim/in-process-lock-registry.js';
 import { UnsupportedError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -107,13 +109,7 @@ export class MessageCanceller {
 
   /** `cancel` by the table's roles and the queue's group (undefined on a table without groups): the CLI's. */
   async cancelIn(spec: TableSpec, group: string | undefined, id: string): Promise<CancelResult> {
-    if (spec.form === 'advisory') {
-      throw new UnsupportedError({
-        database: this.#options.dialect.name,
-        feature: 'cancel',
-        message: `cancel of table "${spec.qualifiedName}": the advisory lock form cannot tell a row in work from a waiting row behind it with the same key, so cancel is built for the lease and row lock forms; declare lockedUntil for a lease table`,
-      });
-    }
+    if (spec.form === 'advisory') refuseSharedKeys(spec, this.#options.dialect);
     if (!this.#isTableCreated) await this.createTable();
     const now = new Date();
     const values: ParamValues = {
@@ -124,7 +120,12 @@ export class MessageCanceller {
       [`column:${CANCELLATION_COLUMNS.queueTable}`]: spec.qualifiedName,
       [`column:${CANCELLATION_COLUMNS.rowId}`]: id,
     };
-    const status = spec.form === 'lease' ? await this.#cancelLease(spec, values) : await this.#cancelRowLock(spec, values);
+    const status =
+      spec.form === 'lease'
+        ? await this.#cancelLease(spec, values)
+        : spec.form === 'rowLock'
+          ? await this.#cancelRowLock(spec, values)
+          : await this.#cancelAdvisory(spec, values);
     if (status === 'inWork') await this.#announce(spec.qualifiedName, id);
     return { status };
   }
@@ -177,6 +178,47 @@ export class MessageCanceller {
     return 'inWork';
   }
 
+  /**
+   * Advisory lock form: the row's key (which names the row alone, see `refuseSharedKeys`) is
+   * locked without waiting, as a claim would. Taken: no delivery has the row, which is removed
+   * before the key is let go, so no claim can take it meanwhile. Held: a delivery has this row in
+   * work, and only its record can be written.
+   */
+  async #cancelAdvisory(spec: TableSpec, values: ParamValues): Promise<CancelResult['status']> {
+    const { driver, dialect } = this.#options;
+    const status = await withConnection(driver, async (connection) => {
+      const key = (await connection.execute(bindStatement(dialect.advisory.keyOf(spec), values))).rows[0]?.[ADVISORY_KEY_COLUMN];
+      if (key === undefined || key === null) return 'gone' as const;
+      const keyText = String(key);
+      const removeIfTaken = async (isTaken: boolean) => {
+        if (!isTaken) return 'inWork' as const;
+        const removed = await connection.execute(bindStatement(this.#rows.removeLocked(spec), values));
+        return removed.affectedRows > 0 ? ('waiting' as const) : ('gone' as const);
+      };
+      if (!dialect.capabilities.supportsSessionLocks) {
+        // SQLite: the keys this process's deliveries hold (a cancel from another process cannot see them).
+        const database = driver.databaseIdentity ?? driver;
+        const isTaken = inProcessLocks.tryLock(database, keyText);
+        try {
+          return await removeIfTaken(isTaken);
+        } finally {
+          if (isTaken) inProcessLocks.unlock(database, keyText);
+        }
+      }
+      const confirmed = (statement: Statement) =>
+        connection.execute(bindStatement(statement, { key: keyText })).then((result) => Number(result.rows[0]?.[ADVISORY_CONFIRMED_COLUMN]) === 1);
+      const isTaken = await confirmed(dialect.advisory.lock());
+      // An unlock that throws destroys the connection (withConnection), and the server lets go of
+      // the session's keys as it ends: no key is left held either way.
+      const found = await removeIfTaken(isTaken);
+      if (isTaken) await confirmed(dialect.advisory.unlock());
+      return found;
+    });
+    if (status !== 'inWork') return status;
+    await withConnection(driver, (connection) => connection.execute(bindStatement(this.records.statements.record(this.records.table), values)));
+    return 'inWork';
+  }
+
   async #rowsOf(connection: Connection, statement: Statement, values: ParamValues): Promise<number> {
     return (await connection.execute(bindStatement(statement, values))).rows.length;
   }
@@ -185,4 +227,20 @@ export class MessageCanceller {
   #transactionStatements(dialect: Dialect): TransactionStatements {
     return { begin: dialect.session.begin({ sqliteBegin: 'immediate' }), commit: dialect.session.commit(), rollback: dialect.session.rollback() };
   }
+}
+
+/**
+ * A held key says that some row with that key is in work. Only a template that names the id
+ * column gives each row a key of its own, so that a held key means this row is in work; with a
+ * key shared by rows (`customer-{customer}`) the row may be waiting behind another of its key,
+ * and cancel could neither remove it safely nor tell its holder.
+ */
+function refuseSharedKeys(spec: TableSpec, dialect: Dialect): void {
+  const parts = spec.advisoryLock ?? [];
+  if (parts.some((part) => 'column' in part && part.column === spec.id.column)) return;
+  throw new UnsupportedError({
+    database: dialect.name,
+    feature: 'cancel on advisory keys shared by rows',
+    message: `cancel of table "${spec.qualifiedName}": its advisory key template does not name the id column "${spec.id.column}", so rows share keys and a held key cannot say which of them is in work; cancel works on advisory tables whose template names the id (such as "job-{${spec.id.column}}"), and on lease and row lock tables`,
+  });
 }

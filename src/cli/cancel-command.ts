@@ -21,7 +21,7 @@ Cancels one message, in whichever broker or process runs it, and prints what it 
             lock table's within one poll interval)
   gone      no unfinished message with that id in the queue (exit status 1)
 Lease and row lock tables; a table whose code declares advisoryLock cannot be told from a row
-lock table by its columns, so do not cancel in one with this command. The cancellations table is
+lock table by its columns, so cancel in one with broker.cancel, not this command. The cancellations table is
 created if it is missing.
 
 ${DATABASE_FLAGS_HELP}

@@ -56,6 +56,11 @@ export interface AdvisoryStatements {
    * the take counted the attempt; `undefined` without the column.
    */
   retryAfter(spec: TableSpec): Statement | undefined;
+  /**
+   * `ADVISORY_KEY_COLUMN` of the unfinished row `:id` of the queue (params `id`, and `group` on a
+   * grouped table), due or not: what `broker.cancel` locks to tell a waiting row from one in work.
+   */
+  keyOf(spec: TableSpec): Statement;
 }
 
 /** The key template's parts; advisory statements are rendered for advisory tables only. */
@@ -89,6 +94,15 @@ export function candidateSelect(
   if (options.extraCondition !== undefined) conditions.push(options.extraCondition);
   const limit = options.limit ? sql` LIMIT ${param('limit')}` : sql``;
   return sql`SELECT ${identifier(spec.id.column)}, ${key} AS ${identifier(ADVISORY_KEY_COLUMN)} FROM ${tableOf(spec)}${whereAll(conditions)} ORDER BY ${claimOrder(spec)}${limit}`;
+}
+
+/** The row's key by id, while unfinished: `AdvisoryStatements.keyOf`. */
+export function renderKeyOf(style: SqlStyle, spec: TableSpec, key: SqlText): Statement {
+  keyTemplateOf(spec);
+  const conditions = [sql`${identifier(spec.id.column)} = ${param('id')}`];
+  if (spec.group !== undefined) conditions.push(sql`${identifier(spec.group.column)} = ${param('group')}`);
+  if (spec.processedAt !== undefined) conditions.push(sql`${identifier(spec.processedAt)} IS NULL`);
+  return renderStatement(style, 'advisory.keyOf', sql`SELECT ${key} AS ${identifier(ADVISORY_KEY_COLUMN)} FROM ${tableOf(spec)}${whereAll(conditions)}`);
 }
 
 /** The take as one statement: `UPDATE … RETURNING` (Postgres, SQLite). */

@@ -130,3 +130,13 @@ describe('mysql advisory settlements', () => {
     ]);
   });
 });
+
+describe('mysql advisory.keyOf', () => {
+  it('reads the key of an unfinished row of the queue by id, due or not: what cancel locks', () => {
+    expect(statementText(mysql.advisory.keyOf(everyRoleAdvisoryTable.spec))).toEqual({
+      name: 'advisory.keyOf',
+      sql: "SELECT IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'mail-', `customer`)) BETWEEN 1 AND 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'mail-', `customer`), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'mail-', `customer`), 256)) AS `tablequeue_key` FROM `email_jobs` WHERE `job_id` = ? AND `queue` = ? AND `processed_at` IS NULL",
+      params: ['id', 'group'],
+    });
+  });
+});

@@ -4,6 +4,7 @@ import type { TableSpec } from '../../table/table-spec.js';
 import {
   ADVISORY_CONFIRMED_COLUMN,
   candidateSelect,
+  renderKeyOf,
   keyPartsSql,
   renderAdvisoryRetryAfter,
   renderTakeCountThenRead,
@@ -42,6 +43,7 @@ export function createMysqlAdvisoryStatements(options: { mariadb: boolean }): Ad
     unlock: () => unlock,
     take: (spec: TableSpec, columns: TableColumns) => renderTakeCountThenRead(style, spec, columns, database),
     retryAfter: (spec: TableSpec) => renderAdvisoryRetryAfter(style, spec),
+    keyOf: (spec: TableSpec) => renderKeyOf(style, spec, mysqlAdvisoryKey(spec)),
   });
 }
 

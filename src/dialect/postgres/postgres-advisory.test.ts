@@ -130,3 +130,13 @@ describe('postgres advisory settlements', () => {
     });
   });
 });
+
+describe('postgres advisory.keyOf', () => {
+  it('reads the key of an unfinished row of the queue by id, due or not: what cancel locks', () => {
+    expect(statementText(postgres.advisory.keyOf(everyRoleAdvisoryTable.spec))).toEqual({
+      name: 'advisory.keyOf',
+      sql: "SELECT concat('mail-', \"customer\") AS \"tablequeue_key\" FROM \"email_jobs\" WHERE \"job_id\" = $1 AND \"queue\" = $2 AND \"processed_at\" IS NULL",
+      params: ['id', 'group'],
+    });
+  });
+});

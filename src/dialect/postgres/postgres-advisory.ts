@@ -4,6 +4,7 @@ import {
   ADVISORY_CONFIRMED_COLUMN,
   ADVISORY_KEY_COLUMN,
   candidateSelect,
+  renderKeyOf,
   keyPartsSql,
   renderAdvisoryRetryAfter,
   renderTakeReturning,
@@ -30,6 +31,7 @@ export function createPostgresAdvisoryStatements(): AdvisoryStatements {
     unlock: () => unlock,
     take: (spec: TableSpec, columns: TableColumns) => renderTakeReturning(style, spec, columns, DATABASE),
     retryAfter: (spec: TableSpec) => renderAdvisoryRetryAfter(style, spec),
+    keyOf: (spec: TableSpec) => renderKeyOf(style, spec, postgresAdvisoryKey(spec)),
   });
 }
 

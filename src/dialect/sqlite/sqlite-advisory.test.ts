@@ -82,3 +82,13 @@ describe('sqlite advisory settlements', () => {
     expect(sqlite.advisory.retryAfter(advisoryKeyTable.spec)).toBeUndefined();
   });
 });
+
+describe('sqlite advisory.keyOf', () => {
+  it('reads the key of an unfinished row of the queue by id, due or not: what cancel locks', () => {
+    expect(statementText(sqlite.advisory.keyOf(everyRoleAdvisoryTable.spec))).toEqual({
+      name: 'advisory.keyOf',
+      sql: "SELECT CAST('mail-' || ifnull(`customer`, '') AS TEXT) AS `tablequeue_key` FROM `email_jobs` WHERE `job_id` = ? AND `queue` = ? AND `processed_at` IS NULL",
+      params: ['id', 'group'],
+    });
+  });
+});

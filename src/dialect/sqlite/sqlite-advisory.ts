@@ -4,6 +4,7 @@ import type { Statement } from '../../statement.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import {
   candidateSelect,
+  renderKeyOf,
   keyTemplateOf,
   renderAdvisoryRetryAfter,
   renderTakeReturning,
@@ -27,6 +28,7 @@ export function createSqliteAdvisoryStatements(): AdvisoryStatements {
     unlock: (): Statement => refuseSessionLocks(),
     take: (spec: TableSpec, columns: TableColumns) => renderTakeReturning(style, spec, columns, DATABASE),
     retryAfter: (spec: TableSpec) => renderAdvisoryRetryAfter(style, spec),
+    keyOf: (spec: TableSpec) => renderKeyOf(style, spec, sqliteAdvisoryKey(spec)),
   });
 }
 
