@@ -75,9 +75,11 @@ export async function startTestBroker(options: TestBrokerOptions = {}): Promise<
         await driver.execute({ name: `testing.createTable.${index}`, sql, values: [] });
       }
     }
-    return new TestBroker({ options, database, driver, ownsDatabase, dropTables: options.keepTables === true ? () => Promise.resolve() : async () => {
+    const dropTables = async (): Promise<void> => {
+      if (options.keepTables === true) return;
       for (const table of [...tables].reverse()) await driver.execute(bindStatement(dropTableIfExists(ddlDialect, table.spec), {}));
-    } });
+    };
+    return new TestBroker({ options, database, driver, ownsDatabase, dropTables });
   } catch (error) {
     await driver.close().catch(() => undefined);
     if (ownsDatabase) (database as { close(): unknown }).close();
