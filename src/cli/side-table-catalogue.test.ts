@@ -24,6 +24,7 @@ describe('tablequeue init --side-tables', () => {
       'tablequeue_schedules',
       'tablequeue_maintenance',
       'tablequeue_rate_limits',
+      'tablequeue_rate_limits_by_key',
       'tablequeue_dedupe_windows',
     ];
     expect(names('postgres')).toEqual([...everywhere, 'tablequeue_concurrency_slots']);

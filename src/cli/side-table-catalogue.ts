@@ -17,7 +17,7 @@ import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { createDedupeWindowsTableSql } from '../publish/dedupe-windows.js';
 import { createMaintenanceTableSql } from '../retention/maintenance-table.js';
 import { createSchedulesTableSql } from '../schedule/schedules-table.js';
-import { createRateLimitsTableSql } from '../subscription/rate-limit.js';
+import { createRateLimitsByKeyTableSql, createRateLimitsTableSql } from '../subscription/rate-limit.js';
 
 export interface SideTableEntry {
   /** The table's default name. */
@@ -66,6 +66,11 @@ export function sideTableCatalogue(database: DdlDialectName): SideTableEntry[] {
       table: DEFAULT_RATE_LIMITS_TABLE,
       createdBy: 'a subscription with rate, when it opens at start (option rateLimitsTable)',
       sql: createRateLimitsTableSql(database),
+    },
+    {
+      table: `${DEFAULT_RATE_LIMITS_TABLE}_by_key`,
+      createdBy: 'a subscription with rate.key, when it opens at start (named after the rate limits table)',
+      sql: createRateLimitsByKeyTableSql(database),
     },
     {
       table: DEFAULT_DEDUPE_WINDOWS_TABLE,
