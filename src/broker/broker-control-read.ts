@@ -141,7 +141,7 @@ export class BrokerControlRead {
     const startedAt = performance.now();
     const { driver, statements, tables, subscriptions } = this.#options;
     const inWork = inWorkPairsOf(subscriptions);
-    const paused = new Set<string>();
+    const pausedRows: ControlReadPair[] = [];
     const cancelled: ControlReadPair[] = [];
     let statementsSent = 0;
     let start = 0;
@@ -153,11 +153,12 @@ export class BrokerControlRead {
       statementsSent += 1;
       for (const row of result.rows) {
         const pair: ControlReadPair = [textOf(row[CONTROL_READ_COLUMNS.queueTable]), textOf(row[CONTROL_READ_COLUMNS.item])];
-        if (textOf(row[CONTROL_READ_COLUMNS.kind]) === CONTROL_READ_KINDS.paused) paused.add(keyOf(pair));
+        if (textOf(row[CONTROL_READ_COLUMNS.kind]) === CONTROL_READ_KINDS.paused) pausedRows.push(pair);
         else cancelled.push(pair);
       }
       start += IN_WORK_PER_READ;
     } while (start < inWork.length);
+    const paused = new Set(pausedRows.map(keyOf));
     for (const subscription of subscriptions) subscription.observePaused(isPausedIn(paused, subscription.queue), startedAt);
     for (const [queueTable, id] of cancelled) {
       for (const subscription of subscriptions) {
@@ -165,7 +166,7 @@ export class BrokerControlRead {
       }
     }
     this.testHooks.read.emit({
-      paused: [...paused].map((key) => key.replace('\u0000', key.endsWith('\u0000') ? '' : '/')),
+      paused: pausedRows.map(([queueTable, queueName]) => (queueName === WHOLE_TABLE_QUEUE_NAME ? queueTable : `${queueTable}/${queueName}`)),
       cancelled: cancelled.map(([, id]) => id),
       statements: statementsSent,
     });

@@ -21,7 +21,7 @@ import { PauseWatch } from './pause-watch.js';
 import { poolBudgetFor } from './pool-budget.js';
 import { SubscriptionTestHooks } from './subscription-test-hooks.js';
 import { transactionalContext } from './transactional-context.js';
-import type { BatchHandler, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
+import type { BatchHandler, Decoder, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
 import { checkConcurrencyFits, ensureConcurrencyGuards } from './concurrency-limits.js';
 import { WorkerSlots } from './worker-slots.js';
 import { checkRateFits, RateLimiter, type RateLimitSettings } from './rate-limit.js';
@@ -90,6 +90,12 @@ export interface SubscriptionRuntime {
   readonly cancellations?: CancellationRecords;
   /** Whether an operator paused the queue (the queue controls table); may throw. Without it, never. */
   readonly readPaused?: (queue: Queue<unknown>) => Promise<boolean>;
+  /**
+   * The broker reads the cancellations of this subscription's rows in work itself, in its one read
+   * per poll interval with the pause state (broker/broker-control-read.ts): the subscription then
+   * reads records only to tell a lost lease from a cancel.
+   */
+  readonly readsCancellationsForIt?: boolean;
   /** Where `rate` subscriptions keep their slots (broker option `rateLimitsTable`); default `tablequeue_rate_limits`. */
   readonly rateLimitsTable?: RateLimitsTable;
 }
@@ -144,6 +150,11 @@ export class Subscription {
   /** Where rows go when their attempts run out (a group of the table, or a table); undefined without maxAttempts. */
   get deadLetter(): string | undefined {
     return this.#options.deadLetter;
+  }
+
+  /** The payload decoder declared (`decode`): a function, or a Standard Schema validator the AsyncAPI document reads. */
+  get decode(): Decoder<unknown> | undefined {
+    return this.#options.decode;
   }
 
   /** The connections this subscription's threads open (WP-13); none without onThreads. */
@@ -312,8 +323,23 @@ export class Subscription {
   }
 
   start(): void {
-    this.#cancellations?.watch();
+    if (this.#runtime?.readsCancellationsForIt !== true) this.#cancellations?.watch();
     this.#loop?.start();
+  }
+
+  /** How often the subscription polls when idle (`pollIntervalMs`). */
+  get pollIntervalMs(): number {
+    return this.#options.pollIntervalMs;
+  }
+
+  /** The ids of the messages in work here whose settlement has not begun. */
+  inWorkIds(): string[] {
+    return this.#runner?.inWorkIds() ?? [];
+  }
+
+  /** The broker read whether this queue is paused, in a read begun at `readStartedAt` (performance.now()). */
+  observePaused(isPaused: boolean, readStartedAt: number): void {
+    this.#pause?.observe(isPaused, readStartedAt);
   }
 
   wake(): void {
