@@ -17,21 +17,8 @@
  * worst 50 per 995 ms.
  */
 import type { Statement } from '../statement.js';
-import { parseQualifiedName, validatePostgresIdentifier } from '../table/identifier.js';
-import {
-  BACKTICK_STYLE,
-  DOUBLE_QUOTE_STYLE,
-  fixedSql,
-  identifier,
-  joinSql,
-  param,
-  qualifiedName,
-  renderDdl,
-  renderStatement,
-  sql,
-  type SqlStyle,
-  type SqlText,
-} from './quoting.js';
+import { identifier, joinSql, param, qualifiedName, renderStatement, sql, type SqlText } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableStyle, sideTableTypes } from './side-table.js';
 
 /** The table the rate slots live in when the broker option `rateLimitsTable` names none. */
 export const DEFAULT_RATE_LIMITS_TABLE = 'tablequeue_rate_limits';
@@ -129,8 +116,6 @@ const QUEUE_TABLE = param(`column:${c.queueTable}`);
 const QUEUE_NAME = param(`column:${c.queueName}`);
 
 interface RateSpelling {
-  readonly style: SqlStyle;
-  readonly keyType: string;
   /** Inserts the numbers 1 to `:slots` as new slots, keeping those that exist. */
   addSlots(into: SqlText, columns: SqlText): SqlText;
   /** Stamps the `:taken` free slots used longest ago; `free` is the condition naming free slots. */
@@ -165,8 +150,6 @@ function useBySubquery(table: SqlText, queue: SqlText, free: SqlText): SqlText {
 }
 
 const POSTGRES: RateSpelling = {
-  style: DOUBLE_QUOTE_STYLE,
-  keyType: 'text',
   addSlots: (into, columns) =>
     sql`INSERT INTO ${into} (${columns}) SELECT ${QUEUE_TABLE}::text, ${QUEUE_NAME}::text, tablequeue_slot, 0 FROM generate_series(1, ${param('slots')}::integer) AS tablequeue_slot ON CONFLICT DO NOTHING`,
   use: useBySubquery,
@@ -180,8 +163,6 @@ const POSTGRES: RateSpelling = {
  * the cap on `limit`; the no-op update keeps slots that exist.
  */
 const MYSQL: RateSpelling = {
-  style: BACKTICK_STYLE,
-  keyType: 'varbinary(1020)',
   addSlots: (into, columns) =>
     sql`INSERT INTO ${into} (${columns}) WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ${param('slots')}) SELECT ${QUEUE_TABLE}, ${QUEUE_NAME}, n, 0 FROM tablequeue_slots ON DUPLICATE KEY UPDATE ${identifier(c.slot)} = ${identifier(c.slot)}`,
   use: (table, queue, free) => sql`UPDATE ${table} SET ${stamp} WHERE ${queue} AND ${free} ORDER BY ${order} LIMIT ${param('taken')}`,
@@ -195,8 +176,6 @@ const MYSQL: RateSpelling = {
 
 /** `WHERE true` tells SQLite's parser that ON CONFLICT belongs to the INSERT, not to a join. */
 const SQLITE: RateSpelling = {
-  style: BACKTICK_STYLE,
-  keyType: 'text',
   addSlots: (into, columns) =>
     sql`WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ${param('slots')}) INSERT INTO ${into} (${columns}) SELECT ${QUEUE_TABLE}, ${QUEUE_NAME}, n, 0 FROM tablequeue_slots WHERE true ON CONFLICT DO NOTHING`,
   use: useBySubquery,
@@ -208,46 +187,35 @@ const SPELLINGS: Record<RateLimitDatabase, RateSpelling> = { postgres: POSTGRES,
 
 /** Parses and validates `name` or `schema.name` for the rate limits table on `database`. */
 export function parseRateLimitsTable(value: string, database: RateLimitDatabase): RateLimitsTable {
-  const parsed = parseQualifiedName(value, 'rate limits table');
-  const byKey = `${parsed.name}_by_key`;
-  parseQualifiedName(byKey, 'rate limits table with "_by_key" after it (the uses of rates per key)');
-  if (database === 'postgres') {
-    validatePostgresIdentifier(parsed.name, 'rate limits table');
-    validatePostgresIdentifier(byKey, 'rate limits table with "_by_key" after it (the uses of rates per key)');
-    if (parsed.schema !== undefined) validatePostgresIdentifier(parsed.schema, 'schema of rate limits table');
-  }
-  return Object.freeze({ schema: parsed.schema, name: parsed.name });
+  const table = parseSideTable(value, database, 'rate limits table');
+  parseSideTable(`${table.name}_by_key`, database, 'rate limits table with "_by_key" after it (the uses of rates per key)');
+  return table;
 }
 
 export function createRateLimitStatements(database: RateLimitDatabase): RateLimitStatements {
   const spelling = SPELLINGS[database];
-  const { style } = spelling;
+  const style = sideTableStyle(database);
+  const keyType = sideTableTypes(database).binaryKey;
   const tableOf = (table: RateLimitsTable) => qualifiedName(table.schema, table.name);
   const queue = sql`${identifier(c.queueTable)} = ${QUEUE_TABLE} AND ${identifier(c.queueName)} = ${QUEUE_NAME}`;
   const inLimit = sql`${identifier(c.slot)} <= ${param('slots')}`;
   const free = sql`${inLimit} AND ${identifier(c.usedAtMs)} <= ${param('freeSince')}`;
   const columns = joinSql([c.queueTable, c.queueName, c.slot, c.usedAtMs].map(identifier), ', ');
-  const createTable = (table: RateLimitsTable, definitions: [string, string][], primaryKey: string[]) => {
-    const list = joinSql(
-      definitions.map(([name, type]) => sql`  ${identifier(name)} ${fixedSql(type)}`),
-      ',\n',
-    );
-    const key = sql`  PRIMARY KEY (${joinSql(primaryKey.map(identifier), ', ')})`;
-    return renderDdl(style, sql`CREATE TABLE IF NOT EXISTS ${tableOf(table)} (\n${list},\n${key}\n)`);
-  };
+  const createTable = (table: RateLimitsTable, columns: [string, string][], primaryKey: [string, ...string[]]) =>
+    renderCreateSideTable(database, table, { columns, primaryKey });
   const stamped = sql`${inLimit} AND ${identifier(c.usedAtMs)} = ${param('usedAt')}`;
   const usesOf = (table: RateLimitsTable) => tableOf(rateKeyUsesTableOf(table));
-  const keyUseKey = [k.queueTable, k.queueName, k.usedAtMs, k.rateKey];
+  const keyUseKey: [string, ...string[]] = [k.queueTable, k.queueName, k.usedAtMs, k.rateKey];
   const keyUseColumns = joinSql([k.queueTable, k.queueName, k.rateKey, k.usedAtMs, k.uses].map(identifier), ', ');
   const byKey: RateKeyUseStatements = Object.freeze({
     createTable: (table: RateLimitsTable) =>
       createTable(
         rateKeyUsesTableOf(table),
         [
-          [k.queueTable, `${spelling.keyType} NOT NULL`],
-          [k.queueName, `${spelling.keyType} NOT NULL`],
+          [k.queueTable, `${keyType} NOT NULL`],
+          [k.queueName, `${keyType} NOT NULL`],
           [k.usedAtMs, 'bigint NOT NULL'],
-          [k.rateKey, `${spelling.keyType} NOT NULL`],
+          [k.rateKey, `${keyType} NOT NULL`],
           [k.uses, 'integer NOT NULL'],
         ],
         keyUseKey,
@@ -276,8 +244,8 @@ export function createRateLimitStatements(database: RateLimitDatabase): RateLimi
       createTable(
         table,
         [
-          [c.queueTable, `${spelling.keyType} NOT NULL`],
-          [c.queueName, `${spelling.keyType} NOT NULL`],
+          [c.queueTable, `${keyType} NOT NULL`],
+          [c.queueName, `${keyType} NOT NULL`],
           [c.slot, 'integer NOT NULL'],
           [c.usedAtMs, 'bigint NOT NULL'],
         ],

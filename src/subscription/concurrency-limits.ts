@@ -2,6 +2,7 @@ import type { ConcurrencyLimits } from '../claim/form-context.js';
 import { createConcurrencyStatements } from '../dialect/concurrency-statements.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { DeclarationError, UnsupportedError } from '../errors.js';
 import { bindStatement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -98,9 +99,8 @@ export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec,
  * Row lock form: creates the slots table and the queue's missing slots up to `global` (slots
  * above it, left by a larger limit, are never taken). Only slots above the highest are added, so
  * a broker starting while others' deliveries hold slots never waits on them. Lease form: creates the guard rows' table where the
- * database needs one (MySQL, MariaDB), and the queue's row in it. Two brokers starting at once can collide on `CREATE TABLE IF NOT EXISTS`, so a
- * failure is tried once more, when the table is there and the statement does nothing (as the
- * heartbeat table's). The row is written here, on its own (and tried again the same way), because
+ * database needs one (MySQL, MariaDB), and the queue's row in it. A broker creating a table at the same moment counts as having created it
+ * (createSideTable). The row is written here, on its own (and tried once more after a failure), because
  * two claims inserting the same missing row at once can deadlock in InnoDB; afterwards every
  * claim's upsert finds it.
  */
@@ -115,8 +115,7 @@ export async function ensureConcurrencyGuards(
   if (spec.form === 'rowLock') {
     const { slots } = statements;
     if (slots === undefined || limits.global === undefined) return;
-    const sql = slots.createTable(spec);
-    await onceMoreAfterFailure(() => driver.execute({ name: 'concurrency.createSlotsTable', sql, values: [] }));
+    await createSideTable(driver, 'concurrency.createSlotsTable', slots.createTable(spec));
     const global = limits.global;
     await onceMoreAfterFailure(async () => {
       const highest = Number((await driver.execute(bindStatement(slots.highest(spec), { group }))).rows[0]?.['highest']);
@@ -127,7 +126,7 @@ export async function ensureConcurrencyGuards(
   const sql = statements.createGuardTable(spec);
   const guard = statements.guard(spec);
   if (sql === undefined || guard === undefined) return;
-  await onceMoreAfterFailure(() => driver.execute({ name: 'concurrency.createGuardTable', sql, values: [] }));
+  await createSideTable(driver, 'concurrency.createGuardTable', sql);
   await onceMoreAfterFailure(() => driver.execute(bindStatement(guard, { group })));
 }
 

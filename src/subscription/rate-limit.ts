@@ -12,6 +12,7 @@ import {
 } from '../dialect/rate-limit-statements.js';
 import { withTransaction, type TransactionStatements } from '../driver/connection-scope.js';
 import type { Connection, Driver } from '../driver/driver.js';
+import { createSideTable } from '../driver/side-table-creation.js';
 import { DeclarationError, UnsupportedError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -210,17 +211,14 @@ export class RateLimiter implements RateClaim {
   }
 
   /**
-   * Creates the tables and the queue's slots. Brokers starting at once can collide on `CREATE
-   * TABLE IF NOT EXISTS` or on the same new slots, so a failure is tried once more, when the
-   * other's work is there and the statement does nothing (as the heartbeat table's). The slots
-   * are written here, not in the claim, so the claims' guard row always exists.
+   * Creates the tables (another broker creating them at the same moment counts as created) and
+   * the queue's slots. Brokers starting at once can collide on the same new slots, so that
+   * failure is tried once more, when the other's slots are there and the insert adds none. The
+   * slots are written here, not in the claim, so the claims' guard row always exists.
    */
   async ensure(driver: Driver): Promise<void> {
-    await onceMoreAfterFailure(() => driver.execute({ name: 'rate.createTable', sql: this.#createTable, values: [] }));
-    const keyUses = this.#createKeyUsesTable;
-    if (keyUses !== undefined) {
-      await onceMoreAfterFailure(() => driver.execute({ name: 'rate.createKeyUsesTable', sql: keyUses, values: [] }));
-    }
+    await createSideTable(driver, 'rate.createTable', this.#createTable);
+    if (this.#createKeyUsesTable !== undefined) await createSideTable(driver, 'rate.createKeyUsesTable', this.#createKeyUsesTable);
     await onceMoreAfterFailure(() => driver.execute(bindStatement(this.#addSlots, this.#queue)));
   }
 
