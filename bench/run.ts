@@ -12,6 +12,7 @@ import { formatPartitioningTable } from './partitioning/partitioning-report.js';
 import { runRetentionCommand } from './retention/retention-benchmark.js';
 import { runEventsCommand } from './events/events-benchmark.js';
 import { runControlReadsCommand } from './control-reads/control-reads-benchmark.js';
+import { NETWORK_USAGE, runNetworkCommand } from './network/network-command.js';
 import { REPORT_USAGE, runReportCommand } from './suite/report-command.js';
 import { runSuiteCommand, SUITE_USAGE } from './suite/suite-command.js';
 
@@ -41,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'retention') return runRetentionCommand(argv);
   if (argv[0] === 'events') return runEventsCommand(argv);
   if (argv[0] === 'control-reads') return runControlReadsCommand(argv);
+  if (argv[0] === 'network') return runNetworkCommand(argv);
   if (argv[0] !== 'partitioning') return runSuiteCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
@@ -106,6 +108,8 @@ function usageOf(benchmark: string | undefined): string {
   switch (benchmark) {
     case 'latency':
       return LATENCY_USAGE;
+    case 'network':
+      return NETWORK_USAGE;
     case 'partitioning':
       return USAGE;
     case 'report':

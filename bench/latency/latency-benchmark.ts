@@ -172,7 +172,7 @@ async function runPublisherProcess(order: PublisherOrder, signal: AbortSignal): 
  * Collects one latency per message, counts what went wrong, and resolves `finished` when every
  * message was handled, or when the run must end early (timeout, interrupt, failure).
  */
-class LatencyWatch {
+export class LatencyWatch {
   readonly #expected: number;
   readonly #latencies = new Map<number, number>();
   readonly #cut = new AbortController();
