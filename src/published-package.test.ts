@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -82,6 +82,9 @@ describe('the published package', { timeout: 120_000 }, () => {
     ].join('\n');
     const required = await runOrThrow(process.execPath, ['-e', script], project);
     expect(required.stdout.trim()).toBe('function function CREATE TABLE');
+
+    const testing = "const { startTestBroker, TestBroker } = require('tablequeue/testing'); console.log(typeof startTestBroker, typeof TestBroker);";
+    expect((await runOrThrow(process.execPath, ['-e', testing], project)).stdout.trim()).toBe('function function');
   });
 
   it('typechecks in a strict ESM TypeScript project that has none of the optional peers installed', async () => {
@@ -111,11 +114,42 @@ describe('the published package', { timeout: 120_000 }, () => {
       'broker.subscribe(welcome, async (message) => (message.payload.to.length > 0 ? Outcome.ack() : Outcome.drop()));',
       "const items: PublishItem<{ to: string }>[] = [{ payload: { to: 'a@example.com' }, delayMs: 1_000 }];",
       'export const written: Promise<number> = broker.publishMany(welcome, items);',
+      "import { startTestBroker, type HandlerRecorder, type RecordedSettlement } from 'tablequeue/testing';",
+      'const harness = await startTestBroker({ tables: [jobs] });',
+      'const recorder: HandlerRecorder<{ to: string }> = harness.record(welcome, (message) => (message.payload.to === \'\' ? Outcome.drop() : undefined));',
+      "export const settled: Promise<readonly RecordedSettlement[]> = recorder.waitForSettled({ outcome: 'ack', count: 1 });",
     ].join('\n');
     await writeFile(join(project, 'main.ts'), program);
     const compiled = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], project);
     expect(compiled.stdout + compiled.stderr).toBe('');
     expect(compiled.code).toBe(0);
+  });
+
+  it('runs tablequeue/testing under node:test and Jest from the installed tarball, SQLite in memory', async () => {
+    const project = join(folder, 'testing-project');
+    await mkdir(project);
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'testing-project', private: true, type: 'module' }));
+    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    // The user's own better-sqlite3 (an optional peer), linked from the checkout rather than built again here.
+    await symlink(join(ROOT, 'node_modules', 'better-sqlite3'), join(project, 'node_modules', 'better-sqlite3'), 'dir');
+    const frameworks = join(ROOT, 'src', 'testing', 'frameworks');
+    for (const file of ['harness-scenarios.mjs', 'harness.node-test.mjs', 'harness.jest.test.mjs']) {
+      await copyFile(join(frameworks, file), join(project, file));
+    }
+
+    const nodeTest = await run(process.execPath, ['--test', '--test-reporter=tap', 'harness.node-test.mjs'], project);
+    expect(nodeTest.stdout + nodeTest.stderr).toMatch(/^# pass 5$/m);
+    expect(nodeTest.code).toBe(0);
+
+    // Jest runs ES modules only through Node's vm modules; no transform, the package is plain JS.
+    await writeFile(join(project, 'jest.config.json'), JSON.stringify({ testEnvironment: 'node', transform: {}, testMatch: ['<rootDir>/*.jest.test.mjs'] }));
+    const jest = await run(
+      process.execPath,
+      ['--experimental-vm-modules', '--no-warnings', join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', 'jest.config.json', '--ci'],
+      project,
+    );
+    expect(jest.stdout + jest.stderr).toMatch(/^Tests: +5 passed, 5 total$/m);
+    expect(jest.code).toBe(0);
   });
 
   it("serves the dashboard's page script as the build compiled it, the same the sources compile to", async () => {
