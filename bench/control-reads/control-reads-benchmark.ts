@@ -106,7 +106,8 @@ function tally(sql: unknown, startedAt: number): void {
  * its own pool from the URL, so the count sees exactly what goes to the server, prepared or not.
  */
 async function countClientStatements(): Promise<void> {
-  const require = createRequire(import.meta.url);
+  // Resolved from the library's drivers, not from bench/, whose own node_modules may hold other copies.
+  const require = createRequire(new URL('../../src/driver/client-library.ts', import.meta.url));
   const pg = require('pg') as { Client: { prototype: { query: (...args: unknown[]) => unknown } } };
   const pgQuery = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: unknown, ...args: unknown[]) {

@@ -61,8 +61,9 @@ export interface BrokerControlReadOptions {
  * when the read began) and cancels the handlers of rows with a record.
  *
  * A subscription's claim loop still asks before each claim; when its answer is stale (a
- * notification, or a read that failed) it waits for the next read, which starts at once, or right
- * after the one running (that one may have begun before the change it must see). Every read,
+ * notification, its interval over, or a read that failed) it takes the read running if that one
+ * began after the subscription's last notification, else the next read, which starts at once or
+ * right after the one running (that one may have begun before the change it must see). Every read,
  * asked for or timed, puts the timer one interval after its start. A timed read is skipped while
  * the pool has no connection free for work (row lock deliveries hold theirs), as claims would wait.
  */
@@ -73,6 +74,8 @@ export class BrokerControlRead {
   #timer: NodeJS.Timeout | undefined;
   #isStopped = true;
   #running: Promise<ReadonlySet<string>> | undefined;
+  /** When the running read began, on performance.now(). */
+  #runningSince = 0;
   #queued: Promise<ReadonlySet<string>> | undefined;
   #hasReportedFailure = false;
 
@@ -91,8 +94,14 @@ export class BrokerControlRead {
     clearTimeout(this.#timer);
   }
 
-  /** Whether `queue` is paused, by a read that begins now or right after the one running; may throw. */
-  async readPaused(queue: Queue<unknown>): Promise<boolean> {
+  /**
+   * Whether `queue` is paused, by the read running when it began after `refreshedAt` (its
+   * subscription's last notification, on performance.now()), else by a read that begins now or
+   * right after the one running; may throw.
+   */
+  async readPaused(queue: Queue<unknown>, refreshedAt: number): Promise<boolean> {
+    const running = this.#running;
+    if (running !== undefined && this.#runningSince > refreshedAt) return isPausedIn(await running, queue);
     return isPausedIn(await this.#nextRead(), queue);
   }
 
@@ -110,6 +119,7 @@ export class BrokerControlRead {
 
   #begin(): Promise<ReadonlySet<string>> {
     this.#schedule();
+    this.#runningSince = performance.now();
     const read = this.#read();
     this.#running = read;
     void read

@@ -67,6 +67,25 @@ describe('PauseWatch', () => {
     expect(state.reads).toBe(0);
   });
 
+  it('tells its read when the last refresh arrived, so a read shared with other queues can be one that began later', async () => {
+    const asked: number[] = [];
+    let now = 10;
+    const watch = new PauseWatch({
+      read: (refreshedAt) => {
+        asked.push(refreshedAt);
+        return Promise.resolve(false);
+      },
+      freshForMs: 1_000,
+      onReadFailed: () => undefined,
+      now: () => now,
+    });
+    await watch.isPaused();
+    now = 20;
+    watch.refresh();
+    await watch.isPaused();
+    expect(asked).toEqual([Number.NEGATIVE_INFINITY, 20]);
+  });
+
   it('shares one read between the claims that ask at once', async () => {
     const { watch, state } = watchOf();
     const answers = await Promise.all([watch.isPaused(), watch.isPaused(), watch.isPaused()]);

@@ -1,8 +1,11 @@
 import type { PauseGate } from './claim-loop.js';
 
 export interface PauseWatchOptions {
-  /** Reads whether the queue is paused now (one small statement); may throw. */
-  readonly read: () => Promise<boolean>;
+  /**
+   * Reads whether the queue is paused now (one small statement); may throw. `refreshedAt` is when
+   * the last refresh arrived, on this watch's clock: a read shared with others must begin after it.
+   */
+  readonly read: (refreshedAt: number) => Promise<boolean>;
   /** How long a read stays fresh: the subscription's poll interval. */
   readonly freshForMs: number;
   /** The first failed read since the last good one; the queue is taken to run meanwhile. */
@@ -75,7 +78,7 @@ export class PauseWatch implements PauseGate {
     const startedAt = this.#now();
     const refreshes = this.#refreshes;
     try {
-      this.#isPaused = await this.#options.read();
+      this.#isPaused = await this.#options.read(this.#refreshedAt);
       this.#hasReportedFailure = false;
     } catch (error) {
       this.#isPaused = false;

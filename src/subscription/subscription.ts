@@ -89,7 +89,7 @@ export interface SubscriptionRuntime {
   /** Where `broker.cancel` records cancels of messages in work; without it, none reach this broker. */
   readonly cancellations?: CancellationRecords;
   /** Whether an operator paused the queue (the queue controls table); may throw. Without it, never. */
-  readonly readPaused?: (queue: Queue<unknown>) => Promise<boolean>;
+  readonly readPaused?: (queue: Queue<unknown>, refreshedAt: number) => Promise<boolean>;
   /**
    * The broker reads the cancellations of this subscription's rows in work itself, in its one read
    * per poll interval with the pause state (broker/broker-control-read.ts): the subscription then
@@ -284,7 +284,7 @@ export class Subscription {
       readPaused === undefined
         ? undefined
         : new PauseWatch({
-            read: () => readPaused(this.queue),
+            read: (refreshedAt) => readPaused(this.queue, refreshedAt),
             freshForMs: this.#options.pollIntervalMs,
             onReadFailed: (error) =>
               runtime.onWarning(
