@@ -39,6 +39,12 @@ const TIMER_FLOOR_MS = 2;
 const PACING_SLEEP_MS = 0.05;
 
 /**
+ * The sleep while the next chunk is still more than a millisecond off: longer sleeps there wake
+ * the proxy less often (at 2 and 5 ms round trips the pacing took 0.3 to 0.4 of a core with 50 µs
+ * sleeps throughout), and what arrives meanwhile waits at most this long to be stamped.
+ */
+const FAR_PACING_SLEEP_MS = 0.2;
+/**
  * A sleep wakes late by the kernel's timer slack (about 50 µs): within this much of a chunk's due
  * time the pacing turns without sleeping, so the chunk leaves on time rather than a slack late.
  */
@@ -225,7 +231,7 @@ export class DelayProxy {
     }
     // A short blocking sleep, then one turn of the event loop (which reads, and stamps, what
     // arrived meanwhile) before the next look.
-    const sleep = Math.min(wait - SPIN_MS, PACING_SLEEP_MS);
+    const sleep = Math.min(wait - SPIN_MS, wait > 1 ? FAR_PACING_SLEEP_MS : PACING_SLEEP_MS);
     if (sleep > 0) Atomics.wait(sleeper, 0, 0, sleep);
     this.#isPacing = true;
     setImmediate(() => this.#pace());

@@ -84,10 +84,10 @@ export interface NetworkOutcome {
 }
 
 /**
- * First the proxy's own cost (no added delay against none), then per round trip: a proxy process
- * in front of the PostgreSQL server, its real round trip read with `SELECT 1`, `rounds` rounds in
- * which every drain contender drains a fresh database through it, then one latency run per latency
- * contender.
+ * First the proxy's own cost (no added delay against none); then a proxy process per round trip
+ * in front of the PostgreSQL server, each one's real round trip read with `SELECT 1`; `rounds`
+ * rounds in which every drain contender drains a fresh database through each proxy; then one
+ * latency run per latency contender and round trip.
  */
 export async function runNetworkBenchmark(settings: NetworkSettings, interrupt: AbortSignal, onProgress: (line: string) => void): Promise<NetworkOutcome> {
   await assertReachable('postgres', settings.servers);
@@ -107,46 +107,58 @@ export async function runNetworkBenchmark(settings: NetworkSettings, interrupt: 
       await proxy.stop();
     }
   }
-  for (const roundTripMs of settings.roundTripsMs) {
-    if (interrupt.aborted) break;
-    const proxy = await ProxyProcess.start(target, roundTripMs / 2);
-    try {
+  // Every round trip's proxy runs for the whole benchmark (an idle one costs nothing), so each
+  // round takes every round trip and contender in turn and all of them meet the same drift of a
+  // shared machine.
+  const proxies: ProxyProcess[] = [];
+  try {
+    for (const roundTripMs of settings.roundTripsMs) proxies.push(await ProxyProcess.start(target, roundTripMs / 2));
+    const pings: PingRecord[] = [];
+    for (const proxy of proxies) {
       const ping = await measurePing(proxy.urlThrough(settings.servers.postgresUrl), settings.pings);
-      onProgress(`rtt ${roundTripMs} ms: SELECT 1 through the proxy p50 ${ping.p50Ms.toFixed(2)} ms, p99 ${ping.p99Ms.toFixed(2)} ms`);
-      const runs = new Map<string, DrainRecord[]>(settings.drainContenders.map((contender) => [contender.id, []]));
-      for (let round = 1; round <= settings.rounds && !interrupt.aborted; round += 1) {
+      pings.push(ping);
+      onProgress(`rtt ${proxy.oneWayDelayMs * 2} ms: SELECT 1 through the proxy p50 ${ping.p50Ms.toFixed(2)} ms, p99 ${ping.p99Ms.toFixed(2)} ms`);
+    }
+    const runs = proxies.map(() => new Map<string, DrainRecord[]>(settings.drainContenders.map((contender) => [contender.id, []])));
+    for (let round = 1; round <= settings.rounds && !interrupt.aborted; round += 1) {
+      for (const [index, proxy] of proxies.entries()) {
         for (const contender of settings.drainContenders) {
           if (interrupt.aborted) break;
           const record = await drainOnce(settings, proxy, contender, round, interrupt);
-          runs.get(contender.id)!.push(record);
-          onProgress(`rtt ${roundTripMs} ms, round ${round}/${settings.rounds}, ${contender.label}: ${describeDrain(record)}`);
+          runs[index]!.get(contender.id)!.push(record);
+          onProgress(`rtt ${proxy.oneWayDelayMs * 2} ms, round ${round}/${settings.rounds}, ${contender.label}: ${describeDrain(record)}`);
         }
       }
-      const latencies: RoundTripPoint['latencies'] = [];
-      for (const contender of settings.latencyContenders) {
+    }
+    const latencies = proxies.map((): RoundTripPoint['latencies'][number][] => []);
+    for (const contender of settings.latencyContenders) {
+      for (const [index, proxy] of proxies.entries()) {
         if (interrupt.aborted) break;
         const record = await latencyThroughProxy(settings, proxy, contender, interrupt);
-        latencies.push({ contender: contender.id, label: contender.label, record });
-        onProgress(`rtt ${roundTripMs} ms, latency, ${contender.label}: ${describeLatency(record)}`);
+        latencies[index]!.push({ contender: contender.id, label: contender.label, record });
+        onProgress(`rtt ${proxy.oneWayDelayMs * 2} ms, latency, ${contender.label}: ${describeLatency(record)}`);
       }
+    }
+    for (const [index, roundTripMs] of settings.roundTripsMs.entries()) {
       points.push({
         roundTripMs,
-        ping,
+        ping: pings[index]!,
         drains: settings.drainContenders.map((contender) => {
-          const valid = runs.get(contender.id)!.filter((run) => run.isValid);
+          const all = runs[index]!.get(contender.id)!;
+          const valid = all.filter((run) => run.isValid);
           return {
             contender: contender.id,
             label: contender.label,
-            runs: runs.get(contender.id)!,
+            runs: all,
             medianMessagesPerSecond: median(valid.map((run) => run.messagesPerSecond!)),
             medianRoundTripsPerMessage: median(valid.map((run) => run.roundTripsPerMessage)),
           };
         }),
-        latencies,
+        latencies: latencies[index]!,
       });
-    } finally {
-      await proxy.stop();
     }
+  } finally {
+    for (const proxy of proxies) await proxy.stop();
   }
   return { overhead, points, isInterrupted: interrupt.aborted };
 }

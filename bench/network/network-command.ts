@@ -47,6 +47,7 @@ const DRAIN_IDS = [
   'service.rowLock',
   'service.leaseCoalescedPrefetch',
   'service.leaseBatch',
+  'service.rowLockBatch',
   'peer.graphileWorker',
   'peer.graphileWorkerLocalQueue',
   'peer.pgBossBatch',
@@ -56,6 +57,7 @@ const DRAIN_IDS = [
 const LABELS: Readonly<Record<string, string>> = {
   'service.leaseCoalesced': 'tablequeue lease, defaults',
   'service.rowLock': 'tablequeue row lock, defaults',
+  'service.leaseCoalescedPrefetch': 'tablequeue lease, prefetch 500',
 };
 
 function drainContenders(): Contender[] {
