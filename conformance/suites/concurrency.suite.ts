@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { defineTable, DeclarationError, UnsupportedError, type QueueTable } from '../../src/index.js';
+import { defineTable, DeclarationError, UnsupportedError, type QueueTable, type TableDeclaration } from '../../src/index.js';
+import { advisoryDeclaration } from './advisory-tables.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
 import type { Driver } from '../../src/driver/driver.js';
 import {
@@ -112,9 +113,17 @@ function registerConcurrencyTests(context: SuiteContext): void {
     );
   });
 
-  for (const form of formsOf(stand)) {
+  /** Every form a global limit holds in: the row forms here, and the advisory form (SQLite: within the process). */
+  const globalForms: [string, TableDeclaration][] = [
+    ...formsOf(stand).map((form): [string, TableDeclaration] => [form, jobsDeclaration({ form })]),
+    ['advisory', advisoryDeclaration()],
+  ];
+  /** The forms a global limit holds in across processes: the advisory form only where keys are the server's. */
+  const processForms = globalForms.filter(([form]) => form !== 'advisory' || stand.capabilities.supportsSessionLocks);
+
+  for (const [form, declaration] of globalForms) {
     it(`two brokers with global: 2 hold two rows between them; the others wait until one settles (${form})`, async () => {
-      const table = defineTable(jobsDeclaration({ form }));
+      const table = defineTable(declaration);
       await createTable(stand, context.db, table);
       const queue = table.queue('emails');
       const gate = new Gate();
@@ -143,9 +152,9 @@ function registerConcurrencyTests(context: SuiteContext): void {
 
   if (!stand.capabilities.supportsProcesses) return;
 
-  for (const form of formsOf(stand)) {
+  for (const [form, declaration] of processForms) {
     it(`four replica processes with global: 3 never have more than 3 rows in work, and handle every row (${form})`, async () => {
-      const table = defineTable(jobsDeclaration({ form }));
+      const table = defineTable(declaration);
       await createTable(stand, context.db, table);
       await createEffects();
       const rowCount = 1_200;
@@ -154,7 +163,7 @@ function registerConcurrencyTests(context: SuiteContext): void {
       await publisher.publishMany(table.queue('emails'), Array.from({ length: rowCount }, (_, index) => ({ payload: index })));
       const config = {
         database: context.db.url,
-        table: jobsDeclaration({ form }),
+        table: declaration,
         queue: 'emails',
         workers: 4,
         concurrency: { global: 3 },
@@ -187,9 +196,9 @@ function registerConcurrencyTests(context: SuiteContext): void {
     }, PROCESS_TEST_TIMEOUT_MS);
   }
 
-  if (formsOf(stand).includes('rowLock')) {
-    it('global: 2 on a row lock table: a SIGKILLed replica frees its slots at once, not after a lease', async () => {
-      const table = defineTable(jobsDeclaration({ form: 'rowLock' }));
+  for (const [form, declaration] of processForms.filter(([name]) => name !== 'lease')) {
+    it(`global: 2 (${form}): a SIGKILLed replica frees its slots at once, not after a lease`, async () => {
+      const table = defineTable(declaration);
       await createTable(stand, context.db, table);
       await createEffects();
       const rowCount = 300;
@@ -198,7 +207,7 @@ function registerConcurrencyTests(context: SuiteContext): void {
       await publisher.publishMany(table.queue('emails'), Array.from({ length: rowCount }, (_, index) => ({ payload: index })));
       const config = {
         database: context.db.url,
-        table: jobsDeclaration({ form: 'rowLock' }),
+        table: declaration,
         queue: 'emails',
         workers: 3,
         concurrency: { global: 2 },

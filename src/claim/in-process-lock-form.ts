@@ -2,6 +2,7 @@ import type { Connection } from '../driver/driver.js';
 import type { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Statement } from '../statement.js';
 import { AdvisoryClaims, holdUntilSettled } from './advisory-claims.js';
+import { AdvisorySlots } from './advisory-slots.js';
 import type { ClaimedRow, ClaimForm, HeldRow } from './claim-form.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { inProcessLocks } from './in-process-lock-registry.js';
@@ -28,16 +29,20 @@ export class InProcessLockForm implements ClaimForm {
   readonly claimsOneAtATime: boolean;
   readonly isDoneAtHandover = false;
   readonly #claims: AdvisoryClaims;
+  /** `concurrency.global`: the slot each delivery holds beside its row's key, in the registry too. */
+  readonly #slots: AdvisorySlots | undefined;
 
   constructor(context: FormContext) {
     this.#claims = new AdvisoryClaims(context);
+    const global = context.concurrency?.global;
+    this.#slots = global === undefined ? undefined : new AdvisorySlots(context, global);
     this.holdsConnection = context.transactional;
     this.claimsOneAtATime = claimsOneAtATime(context);
   }
 
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
-    return this.#claims.statementList;
+    return [...this.#claims.statementList, ...(this.#slots ? [this.#slots.statement] : [])];
   }
 
   rowsPerClaim(): number {
@@ -64,7 +69,17 @@ export class InProcessLockForm implements ClaimForm {
       const candidates = await claims.candidates(connection, rowLimit + inProcessLocks.heldCount(database), now);
       for (const candidate of candidates) {
         if (taken.length >= rowLimit) break;
-        if (!inProcessLocks.tryLock(database, candidate.key)) continue;
+        let slot: string | undefined;
+        if (this.#slots !== undefined) {
+          slot = await this.#slots.take(connection, async (key) => inProcessLocks.tryLock(database, key));
+          // Every slot is held by this process's deliveries: the limit is reached, and the claim ends.
+          if (slot === undefined) break;
+        }
+        const keys = slot === undefined ? [candidate.key] : [candidate.key, slot];
+        if (!inProcessLocks.tryLock(database, candidate.key)) {
+          if (slot !== undefined) inProcessLocks.unlock(database, slot);
+          continue;
+        }
         let claimed: ClaimedRow | undefined;
         let transaction: DeliveryTransaction | undefined;
         let isHeld = false;
@@ -75,10 +90,10 @@ export class InProcessLockForm implements ClaimForm {
           transaction = await claims.openTransaction(connection, claimed);
           isHeld = true;
         } finally {
-          if (!isHeld) inProcessLocks.unlock(database, candidate.key);
+          if (!isHeld) for (const key of keys) inProcessLocks.unlock(database, key);
         }
         held = transaction === undefined ? undefined : { connection, transaction };
-        taken.push(this.#hold(database, candidate.key, claimed, held));
+        taken.push(this.#hold(database, keys, claimed, held));
       }
     } catch (error) {
       claims.end(connection, 'destroy');
@@ -92,9 +107,11 @@ export class InProcessLockForm implements ClaimForm {
 
   close(): void {}
 
-  #hold(database: unknown, key: string, claimed: ClaimedRow, held: HeldTransaction | undefined): HeldRow {
+  #hold(database: unknown, keys: readonly string[], claimed: ClaimedRow, held: HeldTransaction | undefined): HeldRow {
     const claims = this.#claims;
-    const unlock = () => inProcessLocks.unlock(database, key);
+    const unlock = () => {
+      for (const key of keys) inProcessLocks.unlock(database, key);
+    };
     if (held === undefined) {
       return holdUntilSettled(
         claimed,

@@ -2,6 +2,7 @@ import type { Connection } from '../driver/driver.js';
 import type { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Statement } from '../statement.js';
 import { AdvisoryClaims, confirms, holdUntilSettled, type Candidate } from './advisory-claims.js';
+import { AdvisorySlots } from './advisory-slots.js';
 import type { ClaimedRow, ClaimForm, HeldRow } from './claim-form.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { readClaimedRow } from './row-values.js';
@@ -28,6 +29,8 @@ export class SessionLockForm implements ClaimForm {
   readonly #claims: AdvisoryClaims;
   readonly #lock: Statement;
   readonly #unlock: Statement;
+  /** `concurrency.global`: the slot each delivery holds beside its row's key. */
+  readonly #slots: AdvisorySlots | undefined;
   /** Connections claims in progress took for their further rows (see `connectionsInWork`). */
   #furtherClaimConnections = 0;
 
@@ -35,12 +38,14 @@ export class SessionLockForm implements ClaimForm {
     this.#claims = new AdvisoryClaims(context);
     this.#lock = context.dialect.advisory.lock();
     this.#unlock = context.dialect.advisory.unlock();
+    const global = context.concurrency?.global;
+    this.#slots = global === undefined ? undefined : new AdvisorySlots(context, global);
     this.claimsOneAtATime = claimsOneAtATime(context);
   }
 
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
-    return [this.#lock, this.#unlock, ...this.#claims.statementList];
+    return [this.#lock, this.#unlock, ...this.#claims.statementList, ...(this.#slots ? [this.#slots.statement] : [])];
   }
 
   rowsPerClaim(): number {
@@ -77,17 +82,27 @@ export class SessionLockForm implements ClaimForm {
           further += 1;
           this.#furtherClaimConnections += 1;
         }
+        let slot: string | undefined;
+        if (this.#slots !== undefined) {
+          const connection: Connection = free;
+          slot = await this.#slots.take(connection, (key) => confirms(connection, this.#lock, key));
+          // Every slot is held, here or elsewhere: the limit is reached, and the claim ends.
+          if (slot === undefined) break;
+        }
         // Another claim or process took the key after the select read it.
-        if (!(await confirms(free, this.#lock, candidate.key))) continue;
+        if (!(await confirms(free, this.#lock, candidate.key))) {
+          if (slot !== undefined && !(await this.#unlockKey(free, slot))) free = undefined;
+          continue;
+        }
         const row = await claims.take(free, candidate, now);
         if (row === undefined) {
-          // Settled between the select and the lock: the key goes back, with the session if unconfirmed.
-          if (!(await this.#unlockKey(free, candidate))) free = undefined;
+          // Settled between the select and the lock: the keys go back, with the session if unconfirmed.
+          if (!(await this.#unlockKeys(free, candidate.key, slot))) free = undefined;
           continue;
         }
         const claimed = readClaimedRow(claims.context.spec, row, false);
         const transaction = await claims.openTransaction(free, claimed);
-        taken.push({ connection: free, row: this.#hold(free, candidate, claimed, transaction) });
+        taken.push({ connection: free, row: this.#hold(free, candidate, claimed, transaction, slot) });
         free = undefined;
       }
     } catch (error) {
@@ -105,10 +120,16 @@ export class SessionLockForm implements ClaimForm {
 
   close(): void {}
 
-  #hold(connection: Connection, candidate: Candidate, claimed: ClaimedRow, transaction: DeliveryTransaction | undefined): HeldRow {
+  #hold(
+    connection: Connection,
+    candidate: Candidate,
+    claimed: ClaimedRow,
+    transaction: DeliveryTransaction | undefined,
+    slot: string | undefined,
+  ): HeldRow {
     const claims = this.#claims;
     const unlockAndEnd = async () => {
-      if (await this.#unlockKey(connection, candidate)) claims.end(connection, 'release');
+      if (await this.#unlockKeys(connection, candidate.key, slot)) claims.end(connection, 'release');
     };
     return holdUntilSettled(
       claimed,
@@ -124,15 +145,20 @@ export class SessionLockForm implements ClaimForm {
   }
 
   /**
-   * Unlocks the candidate's key on its session; true when confirmed. A session that does not
-   * confirm (0, NULL or an error) may still hold the key, so it is destroyed: the server drops
-   * its locks.
+   * Unlocks `key` on its session; true when confirmed. A session that does not confirm (0, NULL or
+   * an error) may still hold the key, so it is destroyed: the server drops its locks.
    */
-  async #unlockKey(connection: Connection, candidate: Candidate): Promise<boolean> {
+  async #unlockKey(connection: Connection, key: string): Promise<boolean> {
     // A failed unlock is answered like an unconfirmed one: ending the session is what releases the key.
-    const isConfirmed = await confirms(connection, this.#unlock, candidate.key).catch(() => false);
+    const isConfirmed = await confirms(connection, this.#unlock, key).catch(() => false);
     if (!isConfirmed) this.#claims.end(connection, 'destroy');
     return isConfirmed;
+  }
+
+  /** The row's key, then its slot's (if it holds one); false once an unlock failed and the session went. */
+  async #unlockKeys(connection: Connection, key: string, slot: string | undefined): Promise<boolean> {
+    if (!(await this.#unlockKey(connection, key))) return false;
+    return slot === undefined || this.#unlockKey(connection, slot);
   }
 
   /**

@@ -61,7 +61,17 @@ export interface AdvisoryStatements {
    * grouped table), due or not: what `broker.cancel` locks to tell a waiting row from one in work.
    */
   keyOf(spec: TableSpec): Statement;
+  /**
+   * `concurrency.global`: the lock keys of the queue's slots 1 to `:slots`, one row each in slot
+   * order (`ADVISORY_KEY_COLUMN`), spelled as the row keys are (on MySQL and MariaDB within the
+   * database, and hashed past 64 characters). `:group` is the queue's group, or empty text on a
+   * table without groups. A delivery holds one slot's key beside its row's key.
+   */
+  slotKeys(spec: TableSpec): Statement;
 }
+
+/** What starts every slot key, before the table, the group and the slot number, each after a `/`. */
+export const SLOT_KEY_PREFIX = 'tablequeue-slot';
 
 /** The key template's parts; advisory statements are rendered for advisory tables only. */
 export function keyTemplateOf(spec: TableSpec): readonly KeyPart[] {

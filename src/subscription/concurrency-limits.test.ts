@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DeclarationError, UnsupportedError } from '../errors.js';
 import { createDialect } from '../dialect/create-dialect.js';
 import { createTableSpec } from '../table/table-spec.js';
-import { checkConcurrencyFits, MAX_CONCURRENCY_LIMIT, MAX_ROW_LOCK_SLOTS, resolveConcurrency } from './concurrency-limits.js';
+import { checkConcurrencyFits, MAX_ADVISORY_SLOTS, MAX_CONCURRENCY_LIMIT, MAX_ROW_LOCK_SLOTS, resolveConcurrency } from './concurrency-limits.js';
 
 const where = 'subscription "emails"';
 const postgres = createDialect('postgres');
@@ -37,7 +37,7 @@ describe('checkConcurrencyFits', () => {
     expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, keyed, postgres, 'emails')).not.toThrow();
   });
 
-  it('takes global on a row lock table, and refuses perKey there and every limit on an advisory table, naming the lease form', () => {
+  it('takes global on row lock and advisory tables, and refuses perKey there, saying what to do instead', () => {
     const rowLock = createTableSpec({ table: 'jobs', id: 'id' });
     expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, rowLock, postgres, 'emails')).not.toThrow();
     expect(() => checkConcurrencyFits({ global: 3, perKey: 1 }, createTableSpec({ table: 'jobs', id: 'id', partitionKey: 'k' }), postgres, 'emails')).toThrow(
@@ -46,10 +46,14 @@ describe('checkConcurrencyFits', () => {
     expect(() => checkConcurrencyFits({ global: MAX_ROW_LOCK_SLOTS + 1, perKey: undefined }, rowLock, postgres, 'emails')).toThrow(
       /holds a transaction, so a connection, per row in work; give at most 1000/,
     );
-    const advisory = createTableSpec({ table: 'jobs', id: 'id', advisoryLock: 'jobs-{id}' });
-    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, advisory, postgres, 'emails')).toThrow(UnsupportedError);
-    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, advisory, postgres, 'emails')).toThrow(
-      /the advisory lock form: declare a lockedUntil column \(lease form\) or remove concurrency/,
+    const advisory = createTableSpec({ table: 'jobs', id: 'id', advisoryLock: 'jobs-{id}', partitionKey: 'customer' });
+    expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, advisory, postgres, 'emails')).not.toThrow();
+    expect(() => checkConcurrencyFits({ global: 3, perKey: 1 }, advisory, postgres, 'emails')).toThrow(UnsupportedError);
+    expect(() => checkConcurrencyFits({ global: 3, perKey: 1 }, advisory, postgres, 'emails')).toThrow(
+      /name the partition key in the advisoryLock template \(such as "customer-\{customer\}"\) instead/,
+    );
+    expect(() => checkConcurrencyFits({ global: MAX_ADVISORY_SLOTS + 1, perKey: undefined }, advisory, postgres, 'emails')).toThrow(
+      /tries its slot keys one by one, so a claim that finds the limit reached costs one round trip per slot; give at most 100/,
     );
   });
 

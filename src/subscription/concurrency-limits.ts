@@ -56,20 +56,20 @@ export function resolveConcurrency(value: ConcurrencyOption | undefined, where: 
 export const MAX_ROW_LOCK_SLOTS = 1_000;
 
 /**
+ * The advisory form's slots are locks a claim tries one by one until one is free: with every slot
+ * held, a claim tries them all, one round trip each, before it finds the limit reached.
+ */
+export const MAX_ADVISORY_SLOTS = 100;
+
+/**
  * At open, against the table: the lease form counts live leases under a guard; the row lock form
- * locks slot rows (global only: a key has no row to lock); the advisory form is refused. A FIFO
- * group already runs one row at a time; perKey counts by the partition key column.
+ * locks slot rows and the advisory form slot keys (global only: a key has no row to lock, and in
+ * the advisory form a key template naming the partition key already runs one row per key at a
+ * time). A FIFO group already runs one row at a time; perKey counts by the partition key column.
  */
 export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec, dialect: Dialect, subscription: string): void {
   const where = `subscription "${subscription}"`;
   const database = dialect.name;
-  if (spec.form === 'advisory') {
-    throw new UnsupportedError({
-      database,
-      feature: 'concurrency limits in the advisory lock form',
-      message: `${where}: concurrency limits count rows in work by their leases (lease form) or slot locks (row lock form); table "${spec.qualifiedName}" uses the advisory lock form: declare a lockedUntil column (lease form) or remove concurrency`,
-    });
-  }
   if (spec.group?.fifo === true) {
     throw new DeclarationError(
       `${where}: table "${spec.qualifiedName}" has FIFO groups, which already run one row of a group at a time; remove concurrency`,
@@ -80,18 +80,26 @@ export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec,
       `${where}: concurrency.perKey counts rows in work by partition key; declare partitionKey in defineTable or remove perKey`,
     );
   }
-  if (spec.form !== 'rowLock') return;
+  if (spec.form === 'lease') return;
   if (limits.perKey !== undefined) {
+    const form = spec.form === 'rowLock' ? 'row lock' : 'advisory lock';
+    const instead =
+      spec.form === 'advisory'
+        ? 'for one row per key at a time, name the partition key in the advisoryLock template (such as "customer-{customer}") instead'
+        : 'declare a lockedUntil column (lease form), or keep only concurrency.global';
     throw new UnsupportedError({
       database,
-      feature: 'concurrency.perKey in the row lock form',
-      message: `${where}: concurrency.perKey counts each key's live leases, so it needs the lease form; table "${spec.qualifiedName}" uses the row lock form: declare a lockedUntil column (lease form), or keep only concurrency.global`,
+      feature: `concurrency.perKey in the ${form} form`,
+      message: `${where}: concurrency.perKey counts each key's live leases, so it needs the lease form; table "${spec.qualifiedName}" uses the ${form} form: ${instead}`,
     });
   }
-  if (limits.global !== undefined && limits.global > MAX_ROW_LOCK_SLOTS) {
-    throw new DeclarationError(
-      `${where}: concurrency.global in the row lock form holds a transaction, so a connection, per row in work; give at most ${MAX_ROW_LOCK_SLOTS}`,
-    );
+  const most = spec.form === 'rowLock' ? MAX_ROW_LOCK_SLOTS : MAX_ADVISORY_SLOTS;
+  if (limits.global !== undefined && limits.global > most) {
+    const why =
+      spec.form === 'rowLock'
+        ? 'holds a transaction, so a connection, per row in work'
+        : 'tries its slot keys one by one, so a claim that finds the limit reached costs one round trip per slot';
+    throw new DeclarationError(`${where}: concurrency.global in the ${spec.form === 'rowLock' ? 'row lock' : 'advisory lock'} form ${why}; give at most ${most}`);
   }
 }
 
@@ -111,6 +119,8 @@ export async function ensureConcurrencyGuards(
   limits: ConcurrencyLimits,
   group: string | undefined,
 ): Promise<void> {
+  // The advisory form's slots are locks, not rows: nothing to create.
+  if (spec.form === 'advisory') return;
   const statements = createConcurrencyStatements(dialect.name);
   if (spec.form === 'rowLock') {
     const { slots } = statements;

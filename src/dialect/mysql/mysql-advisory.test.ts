@@ -140,3 +140,13 @@ describe('mysql advisory.keyOf', () => {
     });
   });
 });
+
+describe('mysql advisory.slotKeys', () => {
+  it('spells each slot as a row key: within the database, hashed past 64 characters', () => {
+    expect(statementText(mysql.advisory.slotKeys(everyRoleAdvisoryTable.spec))).toEqual({
+      name: 'advisory.slotKeys',
+      sql: "WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ?) SELECT IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'tablequeue-slot/email_jobs/', ?, '/', n)) BETWEEN 1 AND 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'tablequeue-slot/email_jobs/', ?, '/', n), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'tablequeue-slot/email_jobs/', ?, '/', n), 256)) AS `tablequeue_key` FROM tablequeue_slots ORDER BY n",
+      params: ['slots', 'group', 'group', 'group'],
+    });
+  });
+});

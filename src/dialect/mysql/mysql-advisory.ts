@@ -3,9 +3,11 @@ import { MAX_IDENTIFIER_CHARACTERS } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import {
   ADVISORY_CONFIRMED_COLUMN,
+  ADVISORY_KEY_COLUMN,
   candidateSelect,
-  renderKeyOf,
   keyPartsSql,
+  renderKeyOf,
+  SLOT_KEY_PREFIX,
   renderAdvisoryRetryAfter,
   renderTakeCountThenRead,
   type AdvisoryStatements,
@@ -44,6 +46,11 @@ export function createMysqlAdvisoryStatements(options: { mariadb: boolean }): Ad
     take: (spec: TableSpec, columns: TableColumns) => renderTakeCountThenRead(style, spec, columns, database),
     retryAfter: (spec: TableSpec) => renderAdvisoryRetryAfter(style, spec),
     keyOf: (spec: TableSpec) => renderKeyOf(style, spec, mysqlAdvisoryKey(spec)),
+    slotKeys: (spec: TableSpec) => {
+      const numbers = sql`WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ${param('slots')})`;
+      const name = mysqlLockName(spec, [textLiteral(`${SLOT_KEY_PREFIX}/${spec.qualifiedName}/`), param('group'), sql`'/'`, sql`n`]);
+      return renderStatement(style, 'advisory.slotKeys', sql`${numbers} SELECT ${name} AS ${identifier(ADVISORY_KEY_COLUMN)} FROM tablequeue_slots ORDER BY n`);
+    },
   });
 }
 
@@ -53,8 +60,13 @@ export function createMysqlAdvisoryStatements(options: { mariadb: boolean }): Ad
  * is 64 characters; an empty one too, since GET_LOCK refuses it. `CONCAT_WS` skips a NULL column.
  */
 export function mysqlAdvisoryKey(spec: TableSpec): SqlText {
+  return mysqlLockName(spec, keyPartsSql(spec));
+}
+
+/** A lock name of `parts` within the table's database, as `mysqlAdvisoryKey` spells a row's. */
+function mysqlLockName(spec: TableSpec, parts: SqlText[]): SqlText {
   const database = spec.schema === undefined ? sql`DATABASE()` : textLiteral(spec.schema);
-  const name = sql`CONCAT_WS('', LOWER(${database}), '.', ${joinSql(keyPartsSql(spec), ', ')})`;
+  const name = sql`CONCAT_WS('', LOWER(${database}), '.', ${joinSql(parts, ', ')})`;
   const limit = fixedSql(String(MAX_LOCK_NAME_CHARACTERS));
   return sql`IF(CHAR_LENGTH(${name}) BETWEEN 1 AND ${limit}, ${name}, SHA2(${name}, 256))`;
 }

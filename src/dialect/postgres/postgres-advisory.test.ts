@@ -140,3 +140,13 @@ describe('postgres advisory.keyOf', () => {
     });
   });
 });
+
+describe('postgres advisory.slotKeys', () => {
+  it('numbers the slots with generate_series; the server hashes each key as it does a row key', () => {
+    expect(statementText(postgres.advisory.slotKeys(everyRoleAdvisoryTable.spec))).toEqual({
+      name: 'advisory.slotKeys',
+      sql: "SELECT concat('tablequeue-slot/email_jobs/', $1::text, '/', tablequeue_slot) AS \"tablequeue_key\" FROM generate_series(1, $2::integer) AS tablequeue_slot ORDER BY tablequeue_slot",
+      params: ['group', 'slots'],
+    });
+  });
+});

@@ -4,14 +4,15 @@ import {
   ADVISORY_CONFIRMED_COLUMN,
   ADVISORY_KEY_COLUMN,
   candidateSelect,
-  renderKeyOf,
   keyPartsSql,
+  renderKeyOf,
+  SLOT_KEY_PREFIX,
   renderAdvisoryRetryAfter,
   renderTakeReturning,
   type AdvisoryStatements,
 } from '../advisory-statements.js';
 import type { TableColumns } from '../dialect.js';
-import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, type SqlStyle, type SqlText } from '../quoting.js';
+import { DOUBLE_QUOTE_STYLE, identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlStyle, type SqlText } from '../quoting.js';
 
 const DATABASE = 'postgres';
 const style: SqlStyle = { ...DOUBLE_QUOTE_STYLE, clock: POSTGRES_CLOCK };
@@ -32,6 +33,12 @@ export function createPostgresAdvisoryStatements(): AdvisoryStatements {
     take: (spec: TableSpec, columns: TableColumns) => renderTakeReturning(style, spec, columns, DATABASE),
     retryAfter: (spec: TableSpec) => renderAdvisoryRetryAfter(style, spec),
     keyOf: (spec: TableSpec) => renderKeyOf(style, spec, postgresAdvisoryKey(spec)),
+    slotKeys: (spec: TableSpec) =>
+      renderStatement(
+        style,
+        'advisory.slotKeys',
+        sql`SELECT concat(${textLiteral(`${SLOT_KEY_PREFIX}/${spec.qualifiedName}/`)}, ${param('group')}::text, '/', tablequeue_slot) AS ${identifier(ADVISORY_KEY_COLUMN)} FROM generate_series(1, ${param('slots')}::integer) AS tablequeue_slot ORDER BY tablequeue_slot`,
+      ),
   });
 }
 

@@ -92,3 +92,13 @@ describe('sqlite advisory.keyOf', () => {
     });
   });
 });
+
+describe('sqlite advisory.slotKeys', () => {
+  it('numbers the slots for the process registry', () => {
+    expect(statementText(sqlite.advisory.slotKeys(everyRoleAdvisoryTable.spec))).toEqual({
+      name: 'advisory.slotKeys',
+      sql: "WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ?) SELECT 'tablequeue-slot/email_jobs/' || ? || '/' || n AS `tablequeue_key` FROM tablequeue_slots ORDER BY n",
+      params: ['slots', 'group'],
+    });
+  });
+});

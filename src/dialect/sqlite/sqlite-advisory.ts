@@ -3,15 +3,17 @@ import { UnsupportedError } from '../../errors.js';
 import type { Statement } from '../../statement.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import {
+  ADVISORY_KEY_COLUMN,
   candidateSelect,
-  renderKeyOf,
   keyTemplateOf,
+  renderKeyOf,
+  SLOT_KEY_PREFIX,
   renderAdvisoryRetryAfter,
   renderTakeReturning,
   type AdvisoryStatements,
 } from '../advisory-statements.js';
 import type { TableColumns } from '../dialect.js';
-import { BACKTICK_STYLE, identifier, joinSql, renderStatement, sql, textLiteral, type SqlStyle, type SqlText } from '../quoting.js';
+import { BACKTICK_STYLE, identifier, joinSql, param, renderStatement, sql, textLiteral, type SqlStyle, type SqlText } from '../quoting.js';
 
 const DATABASE = 'sqlite';
 const style: SqlStyle = { ...BACKTICK_STYLE, clock: SQLITE_CLOCK };
@@ -29,6 +31,13 @@ export function createSqliteAdvisoryStatements(): AdvisoryStatements {
     take: (spec: TableSpec, columns: TableColumns) => renderTakeReturning(style, spec, columns, DATABASE),
     retryAfter: (spec: TableSpec) => renderAdvisoryRetryAfter(style, spec),
     keyOf: (spec: TableSpec) => renderKeyOf(style, spec, sqliteAdvisoryKey(spec)),
+    // Held in the process's registry, not the database: the keys need only be distinct there.
+    slotKeys: (spec: TableSpec) =>
+      renderStatement(
+        style,
+        'advisory.slotKeys',
+        sql`WITH RECURSIVE tablequeue_slots (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_slots WHERE n < ${param('slots')}) SELECT ${textLiteral(`${SLOT_KEY_PREFIX}/${spec.qualifiedName}/`)} || ${param('group')} || '/' || n AS ${identifier(ADVISORY_KEY_COLUMN)} FROM tablequeue_slots ORDER BY n`,
+      ),
   });
 }
 
