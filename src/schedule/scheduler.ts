@@ -154,6 +154,11 @@ export class Scheduler {
     }));
   }
 
+  /** The schedules as declared, in declaration order: what the broker's AsyncAPI document lists. */
+  get declarations(): readonly ScheduleDeclaration[] {
+    return this.#states.map((state) => state.declaration);
+  }
+
   /**
    * Creates the table if missing and registers every schedule: a new one starts at its latest
    * tick at or before now (it never fires its past), an existing one takes this declaration.
