@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { testHooksOf } from '../../src/broker/broker.js';
+import { controlReadTestHooksOf, testHooksOf } from '../../src/broker/broker.js';
 import { runCliHere } from '../../src/cli/run-cli.fixture.js';
-import { SchemaError, type Broker, type Queue } from '../../src/index.js';
+import { CancelledError, SchemaError, type Broker, type Queue } from '../../src/index.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import { untilSignalled } from '../../src/internal/test-signal.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, statsOf, untilStats, waitForDatabase } from '../fixtures.js';
@@ -136,6 +136,44 @@ export function pauseSuite(context: SuiteContext): void {
       expect(warnings.filter((warning) => warning.includes('cannot read whether its queue is paused'))).toHaveLength(1);
       await expect(broker.pause(queue)).rejects.toThrow(SchemaError);
       await expect(broker.pause(queue)).rejects.toThrow('createQueueControlsTableSql');
+    });
+  });
+
+  describe('one read of pauses and cancels', () => {
+    it('a broker reads a pause of one of its queues and a cancel of a message it runs in the same single statement', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const paused = table.queue<string>('paused');
+      const running = table.queue<string>('running');
+      // Without LISTEN, and with renewals a minute apart, only the poll can bring either news.
+      const reader = createBroker(context.db, context.brokers, { pollIntervalMs: POLL_INTERVAL_MS, listen: false, leaseMs: 120_000 });
+      const started = new Collector<string>();
+      const reasons = new Collector<unknown>();
+      reader.subscribe(paused, () => undefined);
+      reader.subscribe(running, async (message, handlerContext) => {
+        started.push(message.id);
+        await new Promise((resolve) => handlerContext.signal.addEventListener('abort', resolve, { once: true }));
+        reasons.push(handlerContext.signal.reason);
+      });
+      const operator = createBroker(context.db, context.brokers, { listen: false });
+      await reader.start();
+      await operator.start();
+      await operator.publish(running, 'work');
+      const [id] = await started.waitFor(1);
+      const reads = controlReadTestHooksOf(reader).read.turnOn();
+
+      await operator.pause(paused);
+      expect(await operator.cancel(running, id!)).toEqual({ status: 'inWork' });
+      const read = await reads.next({
+        matches: (found) => found.paused.includes('jobs/paused') && found.cancelled.includes(id!),
+        what: 'one read that found both the pause and the cancel',
+      });
+      expect(read).toEqual({ paused: ['jobs/paused'], cancelled: [id], statements: 1 });
+      const [reason] = await reasons.waitFor(1);
+      expect(reason).toBeInstanceOf(CancelledError);
+      await untilStats(reader, running, (stats) => stats.cancelled === 1 && stats.inWork === 0, 'the delivery settled as cancelled');
+      expect(statsOf(reader, paused).paused).toBe(true);
+      expect(statsOf(reader, running).paused).toBe(false);
     });
   });
 

@@ -1,31 +1,21 @@
 import { EventEmitter } from 'node:events';
 import type { Queue, QueueTable } from '../definition/define-table.js';
-import { Queue as QueueClass } from '../definition/define-table.js';
-import type { Dialect } from '../dialect/dialect.js';
 import { parseRateLimitsTable } from '../dialect/rate-limit-statements.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
 import { createDriver } from '../driver/create-driver.js';
-import { AlreadySubscribedError, ClosedError, DeclarationError, UnsupportedError, type QueueError } from '../errors.js';
+import { ClosedError, DeclarationError, type QueueError } from '../errors.js';
 import type { KeyedPublishOptions, KeyedPublishResult, PublishItem, PublishOptions } from '../publish/publish-options.js';
+import { subscribeByName, type ByNameSubscribeOptions } from '../routing/by-name-subscription.js';
+import type { RouteMap } from '../routing/define-routes.js';
+import { RouteTable } from '../routing/route-table.js';
+import { Router, type RouterTarget } from '../routing/router.js';
 import { Publisher } from '../publish/publisher.js';
 import { millisecondsFromZero } from '../option-checks.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
-import {
-  Subscription,
-  type SubscriptionStats,
-  type ThreadInvoker,
-  type ThreadRequest,
-} from '../subscription/subscription.js';
+import type { Subscription, SubscriptionStats, ThreadInvoker, ThreadRequest } from '../subscription/subscription.js';
 import { ThreadHost } from '../threads/thread-host.js';
 import { checkConnectionLimit } from '../threads/thread-pool-budget.js';
-import {
-  resolveSubscribeOptions,
-  type BatchHandler,
-  type Handler,
-  type ThreadOptions,
-  type HandlerContext,
-  type SubscribeOptions,
-} from '../subscription/subscription-options.js';
+import type { BatchHandler, Handler, ThreadOptions, HandlerContext, SubscribeOptions } from '../subscription/subscription-options.js';
 import type { SubscriptionTestHooks } from '../subscription/subscription-test-hooks.js';
 import type { LifecycleEvents, LifecycleEventSink } from '../subscription/lifecycle-events.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -33,38 +23,37 @@ import { resolveBrokerOptions, type BrokerOptions, type ResolvedBrokerOptions } 
 import { errorLogLine } from './error-log-line.js';
 import { Heartbeat } from './heartbeat.js';
 import { reportedError } from './reported-error.js';
-import { NotifyListener, type ListenerStats, type NotifyListenerOptions } from './notify-listener.js';
-import {
-  parseQueueControlPayload,
-  QUEUE_CONTROLS_CHANNEL,
-  queueControlKeyOf,
-  QueueControls,
-  type QueueControlKey,
-} from './queue-controls.js';
+import { NotifyListener, type ListenerStats } from './notify-listener.js';
+import { QUEUE_CONTROLS_CHANNEL, queueControlKeyOf } from './queue-controls.js';
+import type { BrokerState } from './broker-lifecycle.js';
+import { BrokerQueueControls } from './broker-queue-controls.js';
+import { BrokerCancellation } from './broker-cancellation.js';
+import { BrokerSchedules } from './broker-schedules.js';
+import { BrokerRetention } from './broker-retention.js';
+import { closeBrokerPool } from './broker-pool-close.js';
+import { listenSupportOf } from './broker-listen.js';
+import { openControlRead, type BrokerControlRead, type ControlReadTestHooks } from './broker-control-read.js';
 import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
 import { Observability } from '../observability/observability.js';
 import { openDialect } from './open-dialect.js';
 import { warnOfLooseTextCollations } from './text-collation-check.js';
-import { createDedupeGate, type DedupeGate } from '../outbox/dedupe.js';
+import type { DedupeGate } from '../outbox/dedupe.js';
 import type { OutboxTable } from '../outbox/define-outbox.js';
 import type { OutboxDestination } from '../outbox/destination.js';
 import { Outbox } from '../outbox/outbox.js';
-import { Relay } from '../outbox/relay.js';
+import type { Relay } from '../outbox/relay.js';
 import type { RelayStats } from '../outbox/relay-runtime.js';
-import { resolveRelayOptions, type RelayOptions } from '../outbox/relay-options.js';
-import { resolveScheduleDeclaration, type ScheduleDeclaration, type ScheduleOptions } from '../schedule/schedule-options.js';
-import { Scheduler, type ScheduleStats, type SchedulerTestHooks } from '../schedule/scheduler.js';
-import { QueueTable as QueueTableClass } from '../definition/define-table.js';
-import { resolveRetentionDeclaration, type RetainOptions, type RetentionDeclaration } from '../retention/retention-options.js';
-import { Retainer, type RetainerTestHooks, type RetentionStats } from '../retention/retainer.js';
-import { CANCELLATIONS_CHANNEL, MessageCanceller, parseCancellationNotice, type CancelResult } from './message-cancel.js';
-import type { CancellationRecords } from '../subscription/cancellation-watch.js';
-
-/**
- * How long `stop()` waits for the pool to close after every connection it lent was destroyed;
- * a closing pool only ends idle sessions, which takes milliseconds.
- */
-const POOL_CLOSE_TIMEOUT_MS = 5_000;
+import type { RelayOptions } from '../outbox/relay-options.js';
+import { declareRelay, openRelays } from './broker-relays.js';
+import { declareSubscription, openSubscriptions, subscriptionKey } from './broker-subscriptions.js';
+import type { ScheduleOptions } from '../schedule/schedule-options.js';
+import type { Scheduler, ScheduleStats, SchedulerTestHooks } from '../schedule/scheduler.js';
+import type { QueueTable as QueueTableClass } from '../definition/define-table.js';
+import type { RetainOptions } from '../retention/retention-options.js';
+import type { Retainer, RetainerTestHooks, RetentionStats } from '../retention/retainer.js';
+import { CANCELLATIONS_CHANNEL, type CancelResult } from './message-cancel.js';
+import type { AsyncApiDocument } from '../asyncapi/asyncapi-document.js';
+import { describeBroker, type AsyncApiOptions } from '../asyncapi/describe-broker.js';
 
 export interface BrokerStats {
   readonly pool: PoolStats;
@@ -78,9 +67,6 @@ export interface BrokerStats {
   /** One per `retain(...)`, in declaration order: runs, the last run and the rows it deleted. */
   readonly retention: RetentionStats[];
 }
-
-/** What wake-ups across processes need from the dialect and the driver. */
-type ListenSupport = Pick<NotifyListenerOptions, 'statements' | 'openSession'>;
 
 /**
  * The broker's events: `error` and `warning`, and the lifecycle of deliveries (`settled`,
@@ -96,14 +82,14 @@ export interface BrokerEvents extends LifecycleEvents {
   warning: [message: string];
 }
 
-type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
-
 /** Set by Broker's static block, which alone may read a broker's subscriptions; for `testHooksOf`. */
 let subscriptionOf: (broker: Broker, queue: Queue<unknown>) => Subscription | undefined;
 /** Set by Broker's static block too; for `scheduleTestHooksOf`. */
 let schedulerOf: (broker: Broker) => Scheduler | undefined;
 /** Set by Broker's static block too; for `retentionTestHooksOf`. */
 let retainerOf: (broker: Broker) => Retainer | undefined;
+/** Set by Broker's static block too; for `controlReadTestHooksOf`. */
+let controlReadOf: (broker: Broker) => BrokerControlRead | undefined;
 
 /**
  * Publishes rows into queue tables and runs subscriptions over them.
@@ -115,21 +101,37 @@ let retainerOf: (broker: Broker) => Retainer | undefined;
 export class Broker extends EventEmitter<BrokerEvents> {
   readonly #options: ResolvedBrokerOptions;
   readonly #subscriptions = new Map<string, Subscription>();
-  #state: State = 'new';
+  #state: BrokerState = 'new';
   #driver: Driver | undefined;
   #publisher: Publisher | undefined;
   #listener: NotifyListener | undefined;
   #heartbeat: Heartbeat | undefined;
-  #queueControls: QueueControls | undefined;
-  #canceller: MessageCanceller | undefined;
+  readonly #queueControls = new BrokerQueueControls({
+    state: () => this.#state,
+    subscriptions: () => this.#subscriptions.values(),
+    onWarning: (message) => this.#reportWarning(message),
+  });
+  readonly #cancellation = new BrokerCancellation({
+    state: () => this.#state,
+    subscriptions: () => this.#subscriptions.values(),
+    onWarning: (message) => this.#reportWarning(message),
+  });
   #stopping: Promise<void> | undefined;
   readonly #relays: Relay[] = [];
   readonly #dedupeGates: DedupeGate[] = [];
-  readonly #schedules: ScheduleDeclaration[] = [];
-  #scheduler: Scheduler | undefined;
-  readonly #retentions: RetentionDeclaration[] = [];
-  #retainer: Retainer | undefined;
+  readonly #schedules = new BrokerSchedules();
+  readonly #retention = new BrokerRetention();
+  /** Where both tables exist: the one read per poll interval of pauses and cancels for every subscription. */
+  #controlRead: BrokerControlRead | undefined;
   readonly #observability = new Observability({ poolStats: () => this.#driver?.stats() });
+  /** Message names to queues, for `publishTo` and `subscribeTo`. */
+  readonly #routes = new RouteTable();
+  /** Where by-name publishes and subscriptions go: this broker's own publish and subscribe. */
+  readonly #routeTarget: RouterTarget = {
+    publish: (queue, payload, options) => this.publish(queue, payload, options as PublishOptions),
+    subscribe: (queue, handlerOrOptions, options) =>
+      this.subscribe(queue, handlerOrOptions as Handler<unknown>, options as SubscribeOptions<unknown> | undefined),
+  };
   /** What subscriptions report lifecycle events to: asked per event whether anyone listens. */
   readonly #lifecycleEvents: LifecycleEventSink = {
     listens: (name) => this.listenerCount(name) > 0,
@@ -174,38 +176,12 @@ export class Broker extends EventEmitter<BrokerEvents> {
     handlerOrOptions: Handler<unknown> | BatchHandler<unknown> | SubscribeOptions<unknown>,
     maybeOptions: SubscribeOptions<unknown> = {},
   ): void {
-    if (!(queue instanceof QueueClass)) {
-      throw new DeclarationError('subscribe needs a queue: table.queue("name") of a table from defineTable');
-    }
-    const handler = typeof handlerOrOptions === 'function' ? handlerOrOptions : undefined;
-    const options = typeof handlerOrOptions === 'function' ? maybeOptions : (handlerOrOptions ?? {});
-    if (handler === undefined && options.onThreads === undefined) {
-      throw new DeclarationError(`subscribe to "${queue.label}": pass a handler function, or onThreads with the handler's module`);
-    }
-    if (handler !== undefined && options.onThreads !== undefined) {
-      throw new DeclarationError(
-        `subscribe to "${queue.label}": with onThreads the handler is onThreads.module's export; pass no handler function`,
-      );
-    }
-    if (this.#state !== 'new') {
-      throw new DeclarationError(`subscribe to "${queue.label}": declare subscriptions before broker.start()`);
-    }
-    const key = subscriptionKey(queue.table.spec, queue.group);
-    if (this.#subscriptions.has(key)) {
-      throw new AlreadySubscribedError(
-        `queue "${queue.label}" is already subscribed on this broker; scale it with { workers: n } instead of a second subscription`,
-      );
-    }
-    const resolved = resolveSubscribeOptions(options, this.#options, `subscription "${queue.label}"`);
-    const dedupe = createDedupeGate(options.dedupe, {
-      consumer: queue.label,
-      transactional: resolved.transactional,
-      batch: resolved.batch,
-      isOnThreads: resolved.onThreads !== undefined,
+    declareSubscription(queue, handlerOrOptions, maybeOptions, {
+      state: this.#state,
+      options: this.#options,
+      subscriptions: this.#subscriptions,
+      dedupeGates: this.#dedupeGates,
     });
-    if (dedupe !== undefined) this.#dedupeGates.push(dedupe);
-    const deduplicated = dedupe !== undefined && handler !== undefined ? dedupe.wrap(handler as Handler<unknown>) : handler;
-    this.#subscriptions.set(key, new Subscription(queue, deduplicated, resolved));
   }
 
   /**
@@ -232,7 +208,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
     try {
       await driver.open();
       const dialect = await openDialect(driver);
-      const listen = this.#listenSupport(driver, dialect);
+      const listen = listenSupportOf(this.#options, driver, dialect);
       if (listen !== undefined && this.#subscriptions.size + this.#relays.length > 0) {
         listener = new NotifyListener({
           ...listen,
@@ -244,8 +220,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
           onError: (error, detail) => this.#reportError(error, detail),
           onWarning: (message) => this.#reportWarning(message),
           channels: new Map([
-            [QUEUE_CONTROLS_CHANNEL, (payload: string | undefined) => this.#onQueueControl(payload)],
-            [CANCELLATIONS_CHANNEL, (payload: string | undefined) => this.#onCancellationNotice(payload)],
+            [QUEUE_CONTROLS_CHANNEL, (payload: string | undefined) => this.#queueControls.onNotification(payload)],
+            [CANCELLATIONS_CHANNEL, (payload: string | undefined) => this.#cancellation.onNotice(payload)],
           ]),
         });
       }
@@ -264,57 +240,57 @@ export class Broker extends EventEmitter<BrokerEvents> {
         onNotifyError: (error, detail) => this.#reportError(error, detail),
         dedupeWindowsTable: this.#options.dedupeWindowsTable,
       });
-      const queueControls = new QueueControls({
+      const queueControls = this.#queueControls.open({
         driver,
         database: dialect.name,
         table: this.#options.queueControlsTable,
         notify: dialect.notify,
       });
-      this.#queueControls = queueControls;
-      if (this.#subscriptions.size > 0) await this.#createQueueControlsTable(queueControls);
-      const canceller = new MessageCanceller({
+      if (this.#subscriptions.size > 0) await this.#queueControls.createTable();
+      this.#cancellation.open({
         driver,
         dialect,
         table: this.#options.cancellationsTable,
         notify: listen?.statements,
         onNotifyError: (error) => this.#reportError(error, { phase: 'cancel notification' }),
       });
-      this.#canceller = canceller;
-      const cancellations = this.#subscriptions.size > 0 ? await this.#createCancellationsTable(canceller) : undefined;
-      // Subscriptions that give up on their handlers at the same stop share one cancel: one
-      // session of its own, not one per subscription, cancels what runs on the broker's connections.
-      let cancelling: Promise<void> | undefined;
-      const cancelStatements = (): Promise<void> =>
-        (cancelling ??= driver.cancelRunning().finally(() => (cancelling = undefined)));
-      for (const subscription of this.#subscriptions.values()) {
-        await subscription.open({
-          driver,
-          dialect,
-          onError: (error, detail) => this.#reportError(error, detail),
-          onWarning: (message) => this.#reportWarning(message),
-          createContext: () => this.#handlerContext(driver),
-          openThreads: (request) => this.#openThreads(request),
-          cancelStatements,
-          observability: this.#observability,
-          events: this.#lifecycleEvents,
-          readPaused: (queue) => queueControls.isPaused(queueControlKeyOf(queue, 'subscribe')),
-          cancellations,
-          rateLimitsTable: parseRateLimitsTable(this.#options.rateLimitsTable, dialect.name),
-        });
-      }
+      const cancellations = this.#subscriptions.size > 0 ? await this.#cancellation.createTable() : undefined;
+      const controlRead = openControlRead({
+        driver,
+        database: dialect.name,
+        queueControlsTable: this.#options.queueControlsTable,
+        hasQueueControlsTable: this.#queueControls.isTableCreated,
+        cancellations,
+        subscriptions: [...this.#subscriptions.values()],
+        onError: (error, detail) => this.#reportError(error, detail),
+      });
+      this.#controlRead = controlRead;
+      await openSubscriptions(this.#subscriptions.values(), {
+        driver,
+        dialect,
+        onError: (error, detail) => this.#reportError(error, detail),
+        onWarning: (message) => this.#reportWarning(message),
+        createContext: () => this.#handlerContext(driver),
+        openThreads: (request) => this.#openThreads(request),
+        observability: this.#observability,
+        events: this.#lifecycleEvents,
+        readPaused: (queue, refreshedAt) =>
+          controlRead?.readPaused(queue, refreshedAt) ?? queueControls.isPaused(queueControlKeyOf(queue, 'subscribe')),
+        cancellations,
+        readsCancellationsForIt: controlRead !== undefined,
+        rateLimitsTable: parseRateLimitsTable(this.#options.rateLimitsTable, dialect.name),
+      });
       for (const gate of this.#dedupeGates) await gate.open(driver, dialect);
       const publisher = this.#publisher!;
-      for (const relay of this.#relays) {
-        await relay.open({
-          driver,
-          dialect,
-          publishManyWithin: (queue, items, transaction) =>
-            this.#observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, { tx: transaction })),
-          broker: this,
-          onError: (error, detail) => this.#reportError(error, detail),
-          onWarning: (message) => this.#reportWarning(message),
-        });
-      }
+      await openRelays(this.#relays, {
+        driver,
+        dialect,
+        publishManyWithin: (queue, items, transaction) =>
+          this.#observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, { tx: transaction })),
+        broker: this,
+        onError: (error, detail) => this.#reportError(error, detail),
+        onWarning: (message) => this.#reportWarning(message),
+      });
       // After the opens above, which found every table.
       await warnOfLooseTextCollations({
         driver,
@@ -327,24 +303,21 @@ export class Broker extends EventEmitter<BrokerEvents> {
       });
       await listener?.open();
       this.#listener = listener;
-      if (this.#scheduler !== undefined) {
-        const observability = this.#observability;
-        await this.#scheduler.open({
-          driver,
-          dialect,
-          table: this.#options.schedulesTable,
-          publishManyWithin: (queue, items, transaction) =>
-            observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, { tx: transaction })),
-          onError: (error, detail) => this.#reportError(error, detail),
-          onWarning: (message) => this.#reportWarning(message),
-          onCounted: (schedule, counts) => observability.scheduleCounted(schedule, counts),
-        });
-      }
-      await this.#retainer?.open({
+      await this.#schedules.open({
+        driver,
+        dialect,
+        table: this.#options.schedulesTable,
+        publishManyWithin: (queue, items, transaction) =>
+          this.#observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, { tx: transaction })),
+        onError: (error, detail) => this.#reportError(error, detail),
+        onWarning: (message) => this.#reportWarning(message),
+        observability: this.#observability,
+      });
+      await this.#retention.open({
         driver,
         dialect,
         onError: (error, detail) => this.#reportError(error, detail),
-        onPruned: (table, kind, rowCount) => this.#observability.pruned(table, kind, rowCount),
+        observability: this.#observability,
       });
       const heartbeat = this.#options.heartbeat;
       if (heartbeat !== undefined) {
@@ -370,8 +343,9 @@ export class Broker extends EventEmitter<BrokerEvents> {
     this.#state = 'running';
     for (const subscription of this.#subscriptions.values()) subscription.start();
     for (const relay of this.#relays) relay.start();
-    this.#scheduler?.start();
-    this.#retainer?.start();
+    this.#controlRead?.start();
+    this.#schedules.start();
+    this.#retention.start();
   }
 
   /**
@@ -426,6 +400,51 @@ export class Broker extends EventEmitter<BrokerEvents> {
   }
 
   /**
+   * Routes the message name `name` to `queue` for `publishTo` and `subscribeTo` (see README,
+   * "Routes"). A name ending in `*` is a prefix: `'mail.*'` takes every name that starts with
+   * `'mail.'`. A name resolves to its exact route first, then to the longest prefix that starts it.
+   * The same name to another queue is a DeclarationError.
+   */
+  route(name: string, queue: Queue<unknown>): void {
+    this.#routes.declare(name, queue, 'broker.route');
+  }
+
+  /**
+   * Declares every route of a table from `defineRoutes` and returns a router whose `publishTo`
+   * and `subscribeTo` check each payload and handler against the queue the name routes to.
+   */
+  routes<Routes extends RouteMap>(routes: Routes): Router<Routes> {
+    const router = new Router(routes, this.#routeTarget);
+    this.#routes.declareAll(Object.entries(routes), 'broker.routes');
+    return router;
+  }
+
+  /** `publish` with a dedupe key, into the queue `name` routes to. */
+  publishTo(name: string, payload: unknown, options: KeyedPublishOptions): Promise<KeyedPublishResult>;
+  /** `publish` into the queue `name` routes to: the row's id, or a NoRouteError naming the closest routes. */
+  publishTo(name: string, payload: unknown, options?: PublishOptions): Promise<string>;
+  async publishTo(name: string, payload: unknown, options?: PublishOptions | KeyedPublishOptions): Promise<string | KeyedPublishResult> {
+    return this.#routeTarget.publish(this.#routes.resolve(name, 'broker.publishTo'), payload, options);
+  }
+
+  /** As below, with `batch: n`: the handler receives an array. */
+  subscribeTo<Payload = unknown>(
+    name: string,
+    handler: BatchHandler<Payload>,
+    options: ByNameSubscribeOptions<Payload> & { batch: number },
+  ): void;
+  /**
+   * Reads the queue `name` routes to with the broker's poll interval and lease: every message
+   * routed there, whatever name it was published under. Refuses maxAttempts and deadLetter,
+   * which belong to the queue (subscribe to it for those); a NoRouteError when no route takes the name.
+   */
+  subscribeTo<Payload = unknown>(name: string, handler: Handler<Payload>, options?: ByNameSubscribeOptions<Payload>): void;
+  subscribeTo(name: string, handler: unknown, options?: unknown): void {
+    const queue = this.#routes.resolve(name, 'broker.subscribeTo');
+    subscribeByName(this.#routeTarget.subscribe, { name, queue, handlerOrOptions: handler, options, where: 'broker.subscribeTo' });
+  }
+
+  /**
    * The broker's metrics in the Prometheus text format 0.0.4 (see README, "Metrics and
    * tracing"). Counts run from construction and stay readable after `stop()`.
    */
@@ -459,23 +478,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
    * by `stop()`. Declare relays before `start()`; any number of replicas may relay one table.
    */
   relay(outbox: OutboxTable | Outbox, destination: OutboxDestination, options: RelayOptions = {}): Relay {
-    const table = outbox instanceof Outbox ? outbox.table : outbox;
-    if (this.#state !== 'new') {
-      throw new DeclarationError(`relay of outbox "${table.label}": declare relays before broker.start()`);
-    }
-    if (destination === null || typeof destination !== 'object' || typeof destination.send !== 'function') {
-      throw new DeclarationError(`relay of outbox "${table.label}": the destination must be an OutboxDestination (queueDestination(queue), …)`);
-    }
-    if (this.#relays.some((relay) => relay.outbox.spec.qualifiedName === table.spec.qualifiedName)) {
-      // Relays of one table share its records: two destinations would each get only some of them.
-      throw new AlreadySubscribedError(
-        `outbox "${table.label}" is already relayed by this broker; one relay per outbox table, scaled with { concurrency: n }`,
-      );
-    }
-    const resolved = resolveRelayOptions(options, this.#options, `relay of outbox "${table.label}"`);
-    const relay = new Relay(table, destination, resolved);
-    this.#relays.push(relay);
-    return relay;
+    return declareRelay(this.#relays, { outbox, destination, options }, { state: this.#state, options: this.#options });
   }
 
   /**
@@ -485,18 +488,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
    * carries its tick's instant in the `tablequeue-scheduled-at` header (`SCHEDULED_AT_HEADER`).
    */
   schedule<Payload>(name: string, queue: Queue<Payload>, options: ScheduleOptions<Payload>): void {
-    if (!(queue instanceof QueueClass)) {
-      throw new DeclarationError(`schedule ${JSON.stringify(name)} needs a queue: table.queue("name") of a table from defineTable`);
-    }
-    if (this.#state !== 'new') {
-      throw new DeclarationError(`schedule ${JSON.stringify(name)}: declare schedules before broker.start()`);
-    }
-    const declaration = resolveScheduleDeclaration(name, queue as Queue<unknown>, options, { maxPayloadBytes: this.#options.maxPayloadBytes });
-    if (this.#schedules.some((declared) => declared.name === declaration.name)) {
-      throw new DeclarationError(`schedule "${declaration.name}" is already declared on this broker; give each schedule its own name`);
-    }
-    this.#schedules.push(declaration);
-    this.#scheduler = new Scheduler(this.#schedules);
+    this.#schedules.declare(name, queue, options, { state: this.#state, maxPayloadBytes: this.#options.maxPayloadBytes });
   }
 
   /**
@@ -507,12 +499,12 @@ export class Broker extends EventEmitter<BrokerEvents> {
    * created here if missing; it lasts until `resume`, across restarts.
    */
   async pause(target: Queue<unknown> | QueueTable): Promise<void> {
-    await this.#control(target, 'pause');
+    await this.#queueControls.control(target, 'pause');
   }
 
   /** Undoes `pause` of the same queue or table; every broker claims again within one poll interval (at once with LISTEN). */
   async resume(target: Queue<unknown> | QueueTable): Promise<void> {
-    await this.#control(target, 'resume');
+    await this.#queueControls.control(target, 'resume');
   }
 
   /**
@@ -525,26 +517,12 @@ export class Broker extends EventEmitter<BrokerEvents> {
    * `gone`: no unfinished message with that id in the queue. Lease and row lock tables only.
    */
   async cancel(queue: Queue<unknown>, id: string): Promise<CancelResult> {
-    if (!(queue instanceof QueueClass) || typeof id !== 'string' || id === '') {
-      throw new DeclarationError("broker.cancel needs a queue from table.queue(name) and a message id as text, such as broker.cancel(emails, '42')");
-    }
-    if (this.#state !== 'running' || this.#canceller === undefined) {
-      throw new ClosedError(
-        this.#state === 'new' || this.#state === 'starting'
-          ? 'broker.cancel: the broker is not started; await broker.start() first'
-          : 'broker.cancel: the broker is stopped',
-      );
-    }
-    const result = await this.#canceller.cancel(queue, id);
-    // This broker's own delivery of it, if any, hears now rather than at its next renewal or poll.
-    if (result.status === 'inWork') this.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group))?.cancelInWork(id);
-    return result;
+    return this.#cancellation.cancel(queue, id);
   }
 
   /** Whether the queue is paused now, by its own row or its table's (read from the database, not a cache). */
   async isPaused(queue: Queue<unknown>): Promise<boolean> {
-    const key = queueControlKeyOf(queue, 'broker.isPaused');
-    return this.#requireQueueControls('broker.isPaused').isPaused(key);
+    return this.#queueControls.isPaused(queue);
   }
 
   /**
@@ -555,20 +533,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
    * run. Declare retention before `start()`; the first run is at start, then every `intervalMs`.
    */
   retain(table: QueueTableClass, options: RetainOptions): void {
-    if (!(table instanceof QueueTableClass)) {
-      throw new DeclarationError('broker.retain needs a table from defineTable, such as broker.retain(jobs, { processedForMs: 7 * 86_400_000 })');
-    }
-    if (this.#state !== 'new') {
-      throw new DeclarationError(`broker.retain(${table.spec.qualifiedName}): declare retention before broker.start()`);
-    }
-    const declaration = resolveRetentionDeclaration(table, options);
-    if (this.#retentions.some((declared) => declared.table.spec.qualifiedName === table.spec.qualifiedName)) {
-      throw new DeclarationError(
-        `broker.retain(${table.spec.qualifiedName}) is already declared on this broker; give one retain call both ages (processedForMs and deadLettersForMs)`,
-      );
-    }
-    this.#retentions.push(declaration);
-    this.#retainer = new Retainer(this.#retentions);
+    this.#retention.declare(table, options, this.#state);
   }
 
   stats(): BrokerStats {
@@ -577,152 +542,47 @@ export class Broker extends EventEmitter<BrokerEvents> {
       subscriptions: [...this.#subscriptions.values()].map((subscription) => subscription.stats()),
       listener: this.#listener?.stats(),
       relays: this.#relays.map((relay) => relay.stats()),
-      schedules: this.#scheduler?.stats() ?? [],
-      retention: this.#retainer?.stats() ?? [],
+      schedules: this.#schedules.stats(),
+      retention: this.#retention.stats(),
     };
+  }
+
+  /**
+   * The AsyncAPI 3.0.0 document of this broker's queues (see README, "AsyncAPI"): a channel per
+   * queue it subscribes to, schedules into, dead-letters into, relays, or that `options.publishes`
+   * lists; the database as the server, without user or password. Plain JSON data; nothing connects.
+   */
+  asyncapi(options?: AsyncApiOptions): AsyncApiDocument {
+    return describeBroker(
+      {
+        database: this.#options.database,
+        subscriptions: [...this.#subscriptions.values()],
+        schedules: (this.#schedules.scheduler?.declarations ?? []).map(({ name, queue, cron }) => ({
+          name,
+          queue,
+          cron: cron.expression,
+          timeZone: cron.timeZone,
+        })),
+        relays: this.#relays.map((relay) => ({ outbox: relay.outbox.spec, destination: relay.destination.description })),
+      },
+      options,
+    );
   }
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#state = 'stopping';
     await Promise.allSettled([
-      this.#scheduler?.stop(),
-      this.#retainer?.stop(),
+      this.#controlRead?.stop(),
+      this.#schedules.stop(),
+      this.#retention.stop(),
       this.#listener?.close(),
       ...[...this.#subscriptions.values()].map((subscription) => subscription.stop(timeoutMs)),
       ...this.#relays.map((relay) => relay.stop(timeoutMs)),
     ]);
     await this.#heartbeat?.stop();
-    await this.#closeDriver();
+    if (this.#driver !== undefined) await closeBrokerPool(this.#driver, (error, detail) => this.#reportError(error, detail));
     await this.#observability.close();
     this.#state = 'stopped';
-  }
-
-  /**
-   * Cancels what still runs on the broker's connections (a relay's statement, a publish, a handler
-   * that outlived the stop timeout), then closes the pool within POOL_CLOSE_TIMEOUT_MS: a pool
-   * that does not close in time is reported and left behind rather than holding `stop()` forever.
-   */
-  async #closeDriver(): Promise<void> {
-    const driver = this.#driver;
-    if (driver === undefined) return;
-    await driver.cancelRunning().catch((error: unknown) => this.#reportError(error, { phase: 'stop' }));
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timed out'>((resolve) => {
-      timer = setTimeout(() => resolve('timed out'), POOL_CLOSE_TIMEOUT_MS);
-    });
-    try {
-      const closed = await Promise.race([driver.close().then(() => 'closed' as const), timedOut]);
-      if (closed === 'timed out') {
-        const message = `the pool of ${driver.description} did not close within ${POOL_CLOSE_TIMEOUT_MS} ms; stop() went on without it`;
-        this.#reportError(new ClosedError(message), { phase: 'close' });
-      }
-    } catch (error) {
-      this.#reportError(error, { phase: 'close' });
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /**
-   * Whether `listen` is on, and what it needs: on by default for a pool opened from a URL on a
-   * database with LISTEN/NOTIFY, on for the service's pool only when asked. `listen: true`
-   * elsewhere is refused, since it would silently change nothing.
-   */
-  #listenSupport(driver: Driver, dialect: Dialect): ListenSupport | undefined {
-    const { listen, database } = this.#options;
-    const isOn = listen ?? (typeof database === 'string' && dialect.capabilities.supportsListenNotify);
-    if (!isOn) return undefined;
-    const openSession = driver.openNotificationClient?.bind(driver);
-    if (dialect.notify === undefined || openSession === undefined) {
-      throw new UnsupportedError({
-        database: dialect.name,
-        feature: 'listen',
-        message:
-          `listen: true is PostgreSQL-only (LISTEN/NOTIFY) and the database is ${driver.description}; remove the option: ` +
-          'rows that other processes publish are found by polling every pollIntervalMs',
-      });
-    }
-    return { statements: dialect.notify, openSession };
-  }
-
-  async #control(target: Queue<unknown> | QueueTable, action: 'pause' | 'resume'): Promise<void> {
-    const key = queueControlKeyOf(target, `broker.${action}`);
-    const controls = this.#requireQueueControls(`broker.${action}`);
-    await (action === 'pause' ? controls.pause(key) : controls.resume(key));
-    // This broker's own subscriptions need no notification.
-    this.#refreshPaused(key);
-  }
-
-  #requireQueueControls(what: string): QueueControls {
-    if (this.#state !== 'running' || this.#queueControls === undefined) {
-      throw new ClosedError(
-        this.#state === 'new' || this.#state === 'starting'
-          ? `${what}: the broker is not started; await broker.start() first`
-          : `${what}: the broker is stopped`,
-      );
-    }
-    return this.#queueControls;
-  }
-
-  /**
-   * A broker that may not create tables still runs: its subscriptions take their queues to run
-   * until the table exists (each warns once that it cannot read it).
-   */
-  async #createQueueControlsTable(controls: QueueControls): Promise<void> {
-    try {
-      await controls.createTable();
-    } catch (error) {
-      this.#reportWarning(
-        `${error instanceof Error ? error.message : String(error)}; until it exists, subscriptions take their queues to run and pause() fails`,
-      );
-    }
-  }
-
-  /**
-   * Without the table (a role that may not create one), cancels still remove waiting messages
-   * once someone creates it, but none reaches a message this broker has in work.
-   */
-  async #createCancellationsTable(canceller: MessageCanceller): Promise<CancellationRecords | undefined> {
-    try {
-      await canceller.createTable();
-      return canceller.records;
-    } catch (error) {
-      this.#reportWarning(
-        `${error instanceof Error ? error.message : String(error)}; cancels of messages this broker has in work will not reach it (create the cancellations table, or name one it may create with the cancellationsTable option)`,
-      );
-      return undefined;
-    }
-  }
-
-  /** A notification on the controls channel: the queue it names, or every queue after a reconnect. */
-  /**
-   * A cancel of a message in work, announced by the canceller after its record committed: the
-   * subscription of that table that runs the row tells its handler. A notice lost in a reconnect
-   * is read from the records at the next poll.
-   */
-  #onCancellationNotice(payload: string | undefined): void {
-    const notice = payload === undefined ? undefined : parseCancellationNotice(payload);
-    if (notice === undefined) return;
-    for (const subscription of this.#subscriptions.values()) {
-      if (subscription.queue.table.spec.qualifiedName === notice.queueTable) subscription.cancelInWork(notice.id);
-    }
-  }
-
-  #onQueueControl(payload: string | undefined): void {
-    if (payload === undefined) {
-      for (const subscription of this.#subscriptions.values()) subscription.refreshPaused();
-      return;
-    }
-    const key = parseQueueControlPayload(payload);
-    if (key !== undefined) this.#refreshPaused(key);
-  }
-
-  #refreshPaused(key: QueueControlKey): void {
-    for (const subscription of this.#subscriptions.values()) {
-      const queue = subscription.queue;
-      if (queue.table.spec.qualifiedName !== key.queueTable) continue;
-      if (key.queueName === '' || queue.group === key.queueName) subscription.refreshPaused();
-    }
   }
 
   #requirePublisher(): Publisher {
@@ -784,8 +644,9 @@ export class Broker extends EventEmitter<BrokerEvents> {
 
   static {
     subscriptionOf = (broker, queue) => broker.#subscriptions.get(subscriptionKey(queue.table.spec, queue.group));
-    schedulerOf = (broker) => broker.#scheduler;
-    retainerOf = (broker) => broker.#retainer;
+    schedulerOf = (broker) => broker.#schedules.scheduler;
+    retainerOf = (broker) => broker.#retention.retainer;
+    controlReadOf = (broker) => broker.#controlRead;
   }
 }
 
@@ -810,10 +671,6 @@ export function scheduleTestHooksOf(broker: Broker): SchedulerTestHooks {
   return scheduler.testHooks;
 }
 
-function subscriptionKey(spec: TableSpec, group: string | undefined): string {
-  return group === undefined ? spec.qualifiedName : `${spec.qualifiedName}\u0000${group}`;
-}
-
 /**
  * What a test reaches in a broker's retention (not exported by the package): a signal per run
  * and per batch. Declare with `retain()` first.
@@ -822,4 +679,14 @@ export function retentionTestHooksOf(broker: Broker): RetainerTestHooks {
   const retainer = retainerOf(broker);
   if (retainer === undefined) throw new Error('this broker retains no table');
   return retainer.testHooks;
+}
+
+/**
+ * For tests, and not exported from the package: a signal per read of the broker's pauses and
+ * cancels (see broker-control-read.ts). The read exists from `start()` on, where both tables do.
+ */
+export function controlReadTestHooksOf(broker: Broker): ControlReadTestHooks {
+  const controlRead = controlReadOf(broker);
+  if (controlRead === undefined) throw new Error('this broker reads no pauses and cancels in one read (not started, or a table is missing)');
+  return controlRead.testHooks;
 }
