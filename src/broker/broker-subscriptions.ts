@@ -1,8 +1,15 @@
 import { Queue as QueueClass, type Queue } from '../definition/define-table.js';
 import { AlreadySubscribedError, DeclarationError } from '../errors.js';
 import { createDedupeGate, type DedupeGate } from '../outbox/dedupe.js';
-import { resolveSubscribeOptions, type BatchHandler, type Handler, type SubscribeOptions } from '../subscription/subscription-options.js';
-import { Subscription, type SubscriptionRuntime } from '../subscription/subscription.js';
+import {
+  resolveSubscribeOptions,
+  type BatchHandler,
+  type Handler,
+  type HandlerContext,
+  type SubscribeOptions,
+} from '../subscription/subscription-options.js';
+import { Subscription, type SubscriptionRuntime, type ThreadInvoker, type ThreadRequest } from '../subscription/subscription.js';
+import { ThreadHost } from '../threads/thread-host.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { BrokerState } from './broker-lifecycle.js';
 import type { ResolvedBrokerOptions } from './broker-options.js';
@@ -63,16 +70,35 @@ export function declareSubscription(
 }
 
 /**
- * At start: each subscription opened on the broker's pool, in declaration order. Subscriptions
- * that give up on their handlers at the same stop share one cancel: one session of its own, not
- * one per subscription, cancels what runs on the broker's connections.
+ * At start: each subscription opened on the broker's pool, in declaration order, its handlers'
+ * `context.query` on that pool and `context.publish` the broker's. Subscriptions that give up on
+ * their handlers at the same stop share one cancel: one session of its own, not one per
+ * subscription, cancels what runs on the broker's connections.
  */
 export async function openSubscriptions(
   subscriptions: Iterable<Subscription>,
-  runtime: Omit<SubscriptionRuntime, 'cancelStatements'>,
+  runtime: Omit<SubscriptionRuntime, 'cancelStatements' | 'createContext' | 'openThreads'> & {
+    /** The broker's `database` option: threads need a URL to open pools of their own. */
+    readonly database: ResolvedBrokerOptions['database'];
+    readonly publish: HandlerContext['publish'];
+  },
 ): Promise<void> {
+  const { database, publish, ...shared } = runtime;
+  const { driver } = shared;
   let cancelling: Promise<void> | undefined;
-  const cancelStatements = (): Promise<void> =>
-    (cancelling ??= runtime.driver.cancelRunning().finally(() => (cancelling = undefined)));
-  for (const subscription of subscriptions) await subscription.open({ ...runtime, cancelStatements });
+  const cancelStatements = (): Promise<void> => (cancelling ??= driver.cancelRunning().finally(() => (cancelling = undefined)));
+  const createContext = (): Omit<HandlerContext, 'signal'> => ({
+    query: async <Row>(sql: string, params: readonly unknown[] = []) =>
+      (await driver.execute({ name: 'context.query', sql, values: params })).rows as Row[],
+    publish,
+  });
+  const openThreads = (request: ThreadRequest): Promise<ThreadInvoker> => {
+    if (typeof database !== 'string') {
+      throw new DeclarationError(
+        `subscription "${request.subscription}": onThreads needs the broker's database as a URL, since each thread opens its own pool`,
+      );
+    }
+    return ThreadHost.start({ request, database, publish });
+  };
+  for (const subscription of subscriptions) await subscription.open({ ...shared, cancelStatements, createContext, openThreads });
 }

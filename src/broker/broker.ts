@@ -12,10 +12,9 @@ import { Router, type RouterTarget } from '../routing/router.js';
 import { Publisher } from '../publish/publisher.js';
 import { millisecondsFromZero } from '../option-checks.js';
 import type { StandardSchemaV1 } from '../delivery/standard-schema.js';
-import type { Subscription, SubscriptionStats, ThreadInvoker, ThreadRequest } from '../subscription/subscription.js';
-import { ThreadHost } from '../threads/thread-host.js';
+import type { Subscription, SubscriptionStats } from '../subscription/subscription.js';
 import { checkConnectionLimit } from '../threads/thread-pool-budget.js';
-import type { BatchHandler, Handler, ThreadOptions, HandlerContext, SubscribeOptions } from '../subscription/subscription-options.js';
+import type { BatchHandler, Handler, ThreadOptions, SubscribeOptions } from '../subscription/subscription-options.js';
 import type { SubscriptionTestHooks } from '../subscription/subscription-test-hooks.js';
 import type { LifecycleEvents, LifecycleEventSink } from '../subscription/lifecycle-events.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -270,8 +269,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
         dialect,
         onError: (error, detail) => this.#reportError(error, detail),
         onWarning: (message) => this.#reportWarning(message),
-        createContext: () => this.#handlerContext(driver),
-        openThreads: (request) => this.#openThreads(request),
+        database: this.#options.database,
+        publish: (queue, payload, options) => this.publish(queue, payload, options),
         observability: this.#observability,
         events: this.#lifecycleEvents,
         readPaused: (queue, refreshedAt) =>
@@ -596,20 +595,6 @@ export class Broker extends EventEmitter<BrokerEvents> {
     return this.#publisher;
   }
 
-  #openThreads(request: ThreadRequest): Promise<ThreadInvoker> {
-    const database = this.#options.database;
-    if (typeof database !== 'string') {
-      throw new DeclarationError(
-        `subscription "${request.subscription}": onThreads needs the broker's database as a URL, since each thread opens its own pool`,
-      );
-    }
-    return ThreadHost.start({
-      request,
-      database,
-      publish: (queue, payload, options) => this.publish(queue, payload, options),
-    });
-  }
-
   #wake(spec: TableSpec, group: string | undefined): void {
     for (const relay of this.#relays) {
       if (relay.outbox.spec.qualifiedName === spec.qualifiedName) relay.wake();
@@ -619,14 +604,6 @@ export class Broker extends EventEmitter<BrokerEvents> {
       if (queue.table.spec.qualifiedName !== spec.qualifiedName) continue;
       if (group === undefined || queue.group === undefined || queue.group === group) subscription.wake();
     }
-  }
-
-  #handlerContext(driver: Driver): Omit<HandlerContext, 'signal'> {
-    return {
-      query: async <Row>(sql: string, params: readonly unknown[] = []) =>
-        (await driver.execute({ name: 'context.query', sql, values: params })).rows as Row[],
-      publish: (queue, payload, options) => this.publish(queue, payload, options),
-    };
   }
 
   #reportError(error: unknown, detail: Record<string, unknown>): void {
