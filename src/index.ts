@@ -1,5 +1,15 @@
 export { Broker } from './broker/broker.js';
 export type { BrokerEvents, BrokerStats } from './broker/broker.js';
+export type { AsyncApiOptions, PublishedQueue } from './asyncapi/describe-broker.js';
+export type { JsonSchemaConverter } from './asyncapi/payload-schema.js';
+export type {
+  AsyncApiChannel,
+  AsyncApiDocument,
+  AsyncApiMessage,
+  AsyncApiOperation,
+  AsyncApiServer,
+  JsonSchema,
+} from './asyncapi/asyncapi-document.js';
 export type { BrokerOptions, Logger } from './broker/broker-options.js';
 export type { HeartbeatOptions } from './broker/heartbeat.js';
 export type { ListenerStats } from './broker/notify-listener.js';
@@ -107,6 +117,7 @@ export {
   InternalError,
   isQueueError,
   LeaseLostError,
+  NoRouteError,
   QueueError,
   SchemaError,
   ServerVersionError,
@@ -115,3 +126,8 @@ export {
   UnsupportedError,
 } from './errors.js';
 export type { ErrorCode } from './errors.js';
+export { defineRoutes } from './routing/define-routes.js';
+export type { RoutedName, RoutedPayload, RouteMap, RouteOf } from './routing/define-routes.js';
+export { Router } from './routing/router.js';
+export type { ByNameSubscribeOptions } from './routing/by-name-subscription.js';
+export { MAX_ROUTE_NAME_CHARACTERS } from './routing/route-name.js';
