@@ -13,6 +13,7 @@ import { dashboardSuite } from './suites/dashboard.suite.js';
 import { dedupeKeysSuite } from './suites/dedupe-keys.suite.js';
 import { eventLoopSuite } from './suites/event-loop.suite.js';
 import { advisorySuite } from './suites/advisory.suite.js';
+import { asyncapiSuite } from './suites/asyncapi.suite.js';
 import { failureVisibilitySuite } from './suites/failure-visibility.suite.js';
 import { fifoSuite } from './suites/fifo.suite.js';
 import { hostileInputSuite } from './suites/hostile-input.suite.js';
@@ -98,6 +99,7 @@ export function runConformance(stand: Stand): Promise<void> {
       retentionSuite(context);
       pauseSuite(context);
       cancelSuite(context);
+      asyncapiSuite(context);
       sideTablesSuite(context);
       routesSuite(context);
       textCollationSuite(context);

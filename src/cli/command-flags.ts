@@ -96,6 +96,15 @@ export const SCHEDULES_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+export const ASYNCAPI_FLAGS = {
+  module: { type: 'string' },
+  export: { type: 'string' },
+  title: { type: 'string' },
+  'api-version': { type: 'string' },
+  description: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export const DEMO_FLAGS = {
   file: { type: 'string' },
   messages: { type: 'string' },
@@ -116,5 +125,6 @@ export const COMMAND_FLAGS = {
   pause: PAUSE_FLAGS,
   resume: PAUSE_FLAGS,
   cancel: CANCEL_FLAGS,
+  asyncapi: ASYNCAPI_FLAGS,
   demo: DEMO_FLAGS,
 } as const;

@@ -1,4 +1,5 @@
 import type { CliIo } from './cli-io.js';
+import { runAsyncApiCommand } from './asyncapi-command.js';
 import { writeLine } from './cli-io.js';
 import { runCancelCommand } from './cancel-command.js';
 import { runDashboardCommand } from './dashboard-command.js';
@@ -28,6 +29,7 @@ commands:
   pause       stop every broker claiming a queue (or a whole table) until resume; publishing goes on
   resume      let the brokers claim a paused queue again
   cancel      cancel one message: removed if waiting, its handler told to stop if in work
+  asyncapi    print the AsyncAPI document of a broker a module exports: its queues, operations, messages
   demo        publish 20,000 messages into an SQLite queue file and drain them with several workers
 
 run "tablequeue <command> --help" for a command's options; a command that opens a database
@@ -50,6 +52,7 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   pause: runPauseCommand,
   resume: runResumeCommand,
   cancel: runCancelCommand,
+  asyncapi: runAsyncApiCommand,
   demo: runDemoCommand,
 };
 
