@@ -19,6 +19,8 @@ export interface LatencyRun {
   readonly messages: number;
   readonly intervalMs: number;
   readonly watch: LatencyWatch;
+  /** The library's contenders report their subscription's claims over the run, and how many found nothing. */
+  readonly onClaims: (claims: number, emptyClaims: number) => void;
 }
 
 export interface LatencyContender {
@@ -71,6 +73,8 @@ export function libraryLatencyContenders(): LatencyContender[] {
       await broker.start();
       try {
         await publishUntilHandled(run, (payload) => broker.publish(queue, payload));
+        const [subscription] = broker.stats().subscriptions;
+        run.onClaims(subscription?.claims ?? 0, subscription?.emptyClaims ?? 0);
       } finally {
         await settlesWithin(broker.stop({ timeoutMs: STOP_TIMEOUT_MS }), 2 * STOP_TIMEOUT_MS);
       }

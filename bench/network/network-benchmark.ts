@@ -49,6 +49,10 @@ export interface DrainRecord {
 }
 
 export interface LatencyRecord {
+  /** The library's subscription: claim statements over the run and those that found nothing (peers: undefined). */
+  readonly claims: number | undefined;
+  readonly emptyClaims: number | undefined;
+  readonly seconds: number;
   readonly p50Ms: number | undefined;
   readonly p99Ms: number | undefined;
   readonly maxMs: number | undefined;
@@ -287,8 +291,11 @@ async function latencyThroughProxy(settings: NetworkSettings, proxy: ProxyProces
   const watch = new LatencyWatch(settings.latencyMessages, deadline.signal);
   const database = await createBenchDatabase('postgres', settings.servers);
   let failure: string | undefined;
+  let claims: { claims: number; emptyClaims: number } | undefined;
+  const startedAt = performance.now();
   try {
     await contender.run({
+      onClaims: (count, empty) => (claims = { claims: count, emptyClaims: empty }),
       url: proxy.urlThrough(database.url),
       directUrl: database.url,
       workers: settings.workers,
@@ -306,6 +313,9 @@ async function latencyThroughProxy(settings: NetworkSettings, proxy: ProxyProces
   }
   const summary = watch.summary();
   return {
+    claims: claims?.claims,
+    emptyClaims: claims?.emptyClaims,
+    seconds: (performance.now() - startedAt) / 1000,
     p50Ms: summary.p50,
     p99Ms: summary.p99,
     maxMs: summary.max,
@@ -334,5 +344,6 @@ function describeDrain(record: DrainRecord): string {
 
 function describeLatency(record: LatencyRecord): string {
   if (!record.isValid) return `not counted: handled ${record.handled}${record.failure === undefined ? '' : `, ${record.failure}`}`;
-  return `p50 ${record.p50Ms!.toFixed(1)} ms, p99 ${record.p99Ms!.toFixed(1)} ms, max ${record.maxMs!.toFixed(1)} ms (load ${record.loadAverage.toFixed(1)})`;
+  const claims = record.claims === undefined ? '' : `, ${record.claims} claims of which ${record.emptyClaims} empty`;
+  return `p50 ${record.p50Ms!.toFixed(1)} ms, p99 ${record.p99Ms!.toFixed(1)} ms, max ${record.maxMs!.toFixed(1)} ms (load ${record.loadAverage.toFixed(1)}${claims})`;
 }

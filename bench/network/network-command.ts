@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_POSTGRES_URL } from '../bench-database.js';
-import { interruptOnSigint, readCount, serversFromEnvironment, UsageError } from '../command-line.js';
+import { interruptOnSigint, readCount, readList, serversFromEnvironment, UsageError } from '../command-line.js';
 import { describeMachine } from '../machine.js';
 import { graphileWorkerContenders } from '../peers/graphile-worker-drain.js';
 import { INSTALL_COMMAND, installedVersion, peerInstallProblems } from '../peers/peer-packages.js';
@@ -28,6 +28,7 @@ one at a time and a drain through the proxy at no added delay against no proxy.
   --workers N             workers (concurrency) of every contender (default 16)
   --rounds N              interleaved drain rounds per round trip (default 2)
   --only LIST             contender ids (default all; --list prints them)
+  --parts LIST            overhead,drain,latency (default all three)
   --latency-messages N    messages per latency run (default 200; 0 skips latency)
   --latency-interval-ms N one publish every N ms (default 25)
   --pings N               SELECT 1s timed per round-trip reading (default 500)
@@ -38,6 +39,8 @@ one at a time and a drain through the proxy at no added delay against no proxy.
 
 Server: POSTGRES_URL (default ${DEFAULT_POSTGRES_URL}), on 127.0.0.1. The peers are dev
 dependencies of the bench package: ${INSTALL_COMMAND}`;
+
+const PARTS = ['overhead', 'drain', 'latency'] as const;
 
 const DEFAULT_OUTPUT = fileURLToPath(new URL('../results/network.json', import.meta.url));
 
@@ -81,6 +84,7 @@ export async function runNetworkCommand(argv: string[]): Promise<number> {
       workers: { type: 'string', default: '16' },
       rounds: { type: 'string', default: '2' },
       only: { type: 'string' },
+      parts: { type: 'string', default: PARTS.join(',') },
       'latency-messages': { type: 'string', default: '200' },
       'latency-interval-ms': { type: 'string', default: '25' },
       pings: { type: 'string', default: '500' },
@@ -109,6 +113,7 @@ export async function runNetworkCommand(argv: string[]): Promise<number> {
     const problems = peerInstallProblems().filter((line) => /pg-boss|graphile-worker/.test(line));
     if (problems.length > 0) throw new UsageError(`${problems.join('; ')}: run ${INSTALL_COMMAND}, or leave the peers out with --only`);
   }
+  const parts = readList(values.parts, '--parts', PARTS);
   const roundTripsMs = values['rtt-ms'].split(',').map((item) => {
     const value = Number(item);
     if (!Number.isFinite(value) || value < 0 || value > 1_000) throw new UsageError(`--rtt-ms takes milliseconds from 0 to 1000; got "${item}"`);
@@ -119,12 +124,12 @@ export async function runNetworkCommand(argv: string[]): Promise<number> {
     roundTripsMs,
     rounds: readCount(values.rounds, '--rounds', 1),
     workers: readCount(values.workers, '--workers', 1),
-    drainContenders: drains,
-    latencyContenders: readCount(values['latency-messages'], '--latency-messages', 0) === 0 ? [] : latencies,
+    drainContenders: parts.includes('drain') ? drains : [],
+    latencyContenders: parts.includes('latency') && readCount(values['latency-messages'], '--latency-messages', 0) > 0 ? latencies : [],
     latencyMessages: readCount(values['latency-messages'], '--latency-messages', 0),
     latencyIntervalMs: readCount(values['latency-interval-ms'], '--latency-interval-ms', 1),
     pings: readCount(values.pings, '--pings', 1),
-    overheadPublishes: readCount(values['overhead-publishes'], '--overhead-publishes', 0),
+    overheadPublishes: parts.includes('overhead') ? readCount(values['overhead-publishes'], '--overhead-publishes', 0) : 0,
     runTimeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
     servers: serversFromEnvironment(),
   };
@@ -166,6 +171,11 @@ export function formatNetworkTables(outcome: NetworkOutcome): string {
     if (record === undefined || !record.isValid) return '–';
     return `${record.p50Ms!.toFixed(1)} / ${record.p99Ms!.toFixed(1)}`;
   }).join(' | ')} |`);
+  const claimRows = latencyLabels.flatMap((label) => {
+    const records = points.map((point) => point.latencies.find((candidate) => candidate.label === label)?.record);
+    if (records.every((record) => record?.claims === undefined)) return [];
+    return [`| ${label} | ${records.map((record) => (record?.claims === undefined ? '–' : `${Math.round(record.claims / record.seconds)} (${Math.round(record.emptyClaims! / record.seconds)})`)).join(' | ')} |`];
+  });
   return [
     'Drain, messages per second (round trips per message over the run), median of the rounds:',
     '',
@@ -177,5 +187,10 @@ export function formatNetworkTables(outcome: NetworkOutcome): string {
     '',
     ...header('round trip added'),
     ...latencyRows,
+    '',
+    'Claims per second over the latency run (of which empty):',
+    '',
+    ...header('round trip added'),
+    ...claimRows,
   ].join('\n');
 }
