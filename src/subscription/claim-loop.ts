@@ -265,7 +265,11 @@ export class ClaimLoop {
       // An empty or failed claim gave its connection back; one that took rows handed it to a
       // delivery that holds it, or (lease) gave it back too.
       this.#options.budget.released();
-      if (result !== 'took rows' && this.#claimsRunning === 0 && !this.#isStopping) {
+      // Claims side by side (gathered into one statement on Postgres) end in the same turn, and
+      // each then sees none running: only the first begins the wait. A second wait would end the
+      // first at once (one wake signal), and the two would take turns claiming without pause:
+      // thousands of empty claims a second after every drain.
+      if (result !== 'took rows' && this.#claimsRunning === 0 && !this.#isStopping && !this.#isWaiting) {
         void this.#waitThenPump(result);
       } else {
         this.#pump();
