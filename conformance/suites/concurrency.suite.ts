@@ -157,7 +157,9 @@ function registerConcurrencyTests(context: SuiteContext): void {
       const table = defineTable(declaration);
       await createTable(stand, context.db, table);
       await createEffects();
-      const rowCount = 1_200;
+      // The advisory form takes each row under a key lock of its own, a round trip apiece: 400 rows
+      // show the bound in a third of the time.
+      const rowCount = form === 'advisory' ? 400 : 1_200;
       const publisher = createBroker(context.db, context.brokers);
       await publisher.start();
       await publisher.publishMany(table.queue('emails'), Array.from({ length: rowCount }, (_, index) => ({ payload: index })));
