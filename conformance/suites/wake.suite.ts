@@ -35,30 +35,32 @@ export function wakeSuite(context: SuiteContext): void {
        * Four workers claim side by side once a row was taken; after it, their claims come back
        * empty together (on Postgres in one gathered statement). They used to begin a wait each,
        * the second ending the first, and the two waits took turns claiming without pause: 2,000
-       * empty claims in the first second after one message, 14,000 by the third. The poll's first
-       * quick wait here is 60 s / 16 = 3.75 s, so the half second watched holds no further claim.
+       * empty claims in the first second after one message, 14,000 by the third. The next claim
+       * must come only once the wait it began has passed (without LISTEN, nothing else wakes it).
        */
       it('after claims side by side come back empty, the loop waits its poll instead of claiming again and again', async () => {
         const table = jobsTable({ form });
         await createTable(stand, context.db, table);
         const queue = table.queue('emails');
-        const broker = createBroker(context.db, context.brokers, { pollIntervalMs: 60_000 });
+        const broker = createBroker(context.db, context.brokers, { pollIntervalMs: 1_600, listen: false });
         const seen = new Collector<string>();
         broker.subscribe(queue, (message) => void seen.push(message.id), { workers: 4 });
         const loop = testHooksOf(broker, queue).loop;
         loop.waiting.turnOn();
+        loop.claimStarted.turnOn();
         await broker.start();
-        expect(await loop.waiting.next({ what: 'the wait after the first empty claim' })).toBe(60_000);
+        expect(await loop.waiting.next({ what: 'the wait after the first empty claim' })).toBe(1_600);
         await broker.publish(queue, 1);
         await seen.waitFor(1, 5_000);
         loop.waiting.clear();
-        expect(await loop.waiting.next({ what: 'the quick wait after the row' })).toBe(3_750);
-        const claims = broker.stats().subscriptions[0]!.claims;
-        // Watching for claims that should not come: only the passing of real time can show it. On
-        // Postgres the publish's own notification may arrive after the row was handled and wake
-        // the loop for one more claim.
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        expect(broker.stats().subscriptions[0]!.claims).toBeLessThanOrEqual(claims + 2);
+        // The poll's first quick wait after rows: 1,600 ms / 16.
+        const waitMs = await loop.waiting.next({ what: 'the quick wait after the row' });
+        expect(waitMs).toBe(100);
+        const waitBegan = performance.now();
+        loop.claimStarted.clear();
+        await loop.claimStarted.next({ what: 'the claim after the quick wait' });
+        // A timer may fire a millisecond early by the monotonic clock.
+        expect(performance.now() - waitBegan).toBeGreaterThanOrEqual(waitMs - 2);
       });
     });
   }
