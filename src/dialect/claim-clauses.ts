@@ -4,6 +4,7 @@ import { nowOf } from './database-clock.js';
 import type { LeaseClaimOptions, TableColumns } from './dialect.js';
 import { identifier, joinSql, param, qualifiedName, sql, type SqlText } from './quoting.js';
 import { RATE_KEY_USE_COLUMNS, rateKeyUsesTableOf } from './rate-limit-statements.js';
+import { sideTableName } from './side-table.js';
 
 /** The queue table, schema-qualified when declared so. */
 export function tableOf(spec: TableSpec): SqlText {
@@ -112,8 +113,7 @@ export function rateKeyConditions(spec: TableSpec, options: LeaseClaimOptions): 
   if (options.rateByKey === undefined) return [];
   const key = identifier(requirePartitionKey(spec, 'a rate per key'));
   const u = RATE_KEY_USE_COLUMNS;
-  const usesTable = rateKeyUsesTableOf(options.rateByKey);
-  const uses = qualifiedName(usesTable.schema, usesTable.name);
+  const uses = sideTableName(rateKeyUsesTableOf(options.rateByKey));
   const queue = sql`${identifier(u.queueTable)} = ${param(`column:${u.queueTable}`)} AND ${identifier(u.queueName)} = ${param(`column:${u.queueName}`)}`;
   const used = sql`SELECT ${identifier(u.rateKey)}, SUM(${identifier(u.uses)}) AS tablequeue_count FROM ${uses} WHERE ${queue} AND ${identifier(u.usedAtMs)} > ${param('rateFreeSince')} GROUP BY ${identifier(u.rateKey)}`;
   const room = sql`tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ${param('rateLimit')}`;

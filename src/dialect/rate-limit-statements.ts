@@ -17,16 +17,14 @@
  * worst 50 per 995 ms.
  */
 import type { Statement } from '../statement.js';
-import { identifier, joinSql, param, qualifiedName, renderStatement, sql, type SqlText } from './quoting.js';
-import { parseSideTable, renderCreateSideTable, sideTableStyle, sideTableTypes } from './side-table.js';
+import { identifier, joinSql, param, renderStatement, sql, type SqlText } from './quoting.js';
+import { parseSideTable, renderCreateSideTable, sideTableName, sideTableStyle, sideTableTypes, type SideTable } from './side-table.js';
 
 /** The table the rate slots live in when the broker option `rateLimitsTable` names none. */
 export const DEFAULT_RATE_LIMITS_TABLE = 'tablequeue_rate_limits';
 
-export interface RateLimitsTable {
-  readonly schema: string | undefined;
-  readonly name: string;
-}
+/** Where the rate limits table lives; its uses table per key is named after it. */
+export type RateLimitsTable = SideTable;
 
 export type RateLimitDatabase = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
 
@@ -196,7 +194,7 @@ export function createRateLimitStatements(database: RateLimitDatabase): RateLimi
   const spelling = SPELLINGS[database];
   const style = sideTableStyle(database);
   const keyType = sideTableTypes(database).binaryKey;
-  const tableOf = (table: RateLimitsTable) => qualifiedName(table.schema, table.name);
+  const tableOf = sideTableName;
   const queue = sql`${identifier(c.queueTable)} = ${QUEUE_TABLE} AND ${identifier(c.queueName)} = ${QUEUE_NAME}`;
   const inLimit = sql`${identifier(c.slot)} <= ${param('slots')}`;
   const free = sql`${inLimit} AND ${identifier(c.usedAtMs)} <= ${param('freeSince')}`;
