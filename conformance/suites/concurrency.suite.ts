@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineTable, DeclarationError, UnsupportedError, type QueueTable, type TableDeclaration } from '../../src/index.js';
+import { defineTable, DeclarationError, UnsupportedError, type TableDeclaration } from '../../src/index.js';
 import { advisoryDeclaration } from './advisory-tables.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
 import type { Driver } from '../../src/driver/driver.js';
@@ -25,10 +25,6 @@ import { fileURLToPath } from 'node:url';
 const PROCESS_TEST_TIMEOUT_MS = 240_000;
 
 const LIMITED_REPLICA = fileURLToPath(new URL('../processes/limited-replica.ts', import.meta.url));
-
-function keyedLeaseTable(): QueueTable {
-  return defineTable({ ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' });
-}
 
 /** Handlers that park until the test lets them go, so the rows in work can be observed. */
 class Gate {
@@ -88,15 +84,51 @@ function registerConcurrencyTests(context: SuiteContext): void {
   const createEffects = () => context.db.exec(effectsTable(context));
 
   if (formsOf(stand).includes('rowLock')) {
-    it('refuses perKey on a row lock table at start, naming the lease form', async () => {
-      const table = defineTable({ ...jobsDeclaration({ form: 'rowLock' }), partitionKey: 'customer' });
+    /** Read committed: what perKey in the row lock form needs on MySQL and MariaDB (see the refusal below). */
+    const keyedRowLock = (): TableDeclaration => ({ ...jobsDeclaration({ form: 'rowLock' }), partitionKey: 'customer', isolation: 'read committed' });
+
+    it('perKey: 1 in the row lock form: two brokers hold one row of each key between them, rows without a key go alongside, and a key\'s next row goes once its first settles', async () => {
+      const table = defineTable(keyedRowLock());
       await createTable(stand, context.db, table);
-      const broker = createBroker(context.db, context.brokers);
-      broker.subscribe(table.queue('emails'), () => undefined, { concurrency: { global: 2, perKey: 1 } });
-      const error: unknown = await broker.start().catch((failure: unknown) => failure);
-      expect(error).toBeInstanceOf(UnsupportedError);
-      expect((error as Error).message).toMatch(/perKey counts each key's live leases, so it needs the lease form/);
+      const queue = table.queue('emails');
+      const gate = new Gate();
+      const keysStarted: (string | null)[] = [];
+      const handler = (message: { id: string; partitionKey: string | null }) => {
+        keysStarted.push(message.partitionKey);
+        return gate.handler(message);
+      };
+      const brokers = [createBroker(context.db, context.brokers), createBroker(context.db, context.brokers)];
+      // More workers than keys: each broker has one free to claim again and find every key at its limit.
+      for (const broker of brokers) broker.subscribe(queue, handler, { workers: 4, concurrency: { perKey: 1 } });
+      const publisher = createBroker(context.db, context.brokers);
+      await publisher.start();
+      const keys = ['a', 'a', 'a', 'b', 'b', undefined];
+      await publisher.publishMany(queue, keys.map((partitionKey, index) => (partitionKey === undefined ? { payload: index } : { payload: index, partitionKey })));
+      for (const broker of brokers) await broker.start();
+      await gate.started.waitFor(3);
+      // Each broker claims again after the rows were taken, and finds every key at its limit.
+      for (const broker of brokers) {
+        await untilStats(broker, queue, (stats) => stats.emptyClaims >= 2, 'claims that found each key at its limit');
+      }
+      expect(gate.started.items).toHaveLength(3);
+      expect([...keysStarted].sort()).toEqual(['a', 'b', null]);
+      expect(statsOf(brokers[0]!, queue).concurrency).toEqual({ global: undefined, perKey: 1 });
+      gate.open();
+      await gate.started.waitFor(6);
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
     });
+
+    if (stand.kind === 'mysql') {
+      it('refuses perKey in the row lock form at repeatable read, naming read committed', async () => {
+        const table = defineTable({ ...jobsDeclaration({ form: 'rowLock' }), partitionKey: 'customer' });
+        await createTable(stand, context.db, table);
+        const broker = createBroker(context.db, context.brokers);
+        broker.subscribe(table.queue('emails'), () => undefined, { concurrency: { perKey: 1 } });
+        const error: unknown = await broker.start().catch((failure: unknown) => failure);
+        expect(error).toBeInstanceOf(UnsupportedError);
+        expect((error as Error).message).toMatch(/locks the gaps beside the slots a delivery holds.*Declare isolation: 'read committed'/);
+      });
+    }
   }
 
   it('refuses perKey on a table without a partition key, and limits that are not whole numbers', async () => {
@@ -231,50 +263,67 @@ function registerConcurrencyTests(context: SuiteContext): void {
     }, PROCESS_TEST_TIMEOUT_MS);
   }
 
-  it('perKey: 1 holds across three replica processes, also while a SIGKILLed replica\'s rows wait out their lease', async () => {
-    const table = keyedLeaseTable();
-    await createTable(stand, context.db, table);
-    await createEffects();
-    const keys = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5'];
-    const rowCount = 360;
-    const publisher = createBroker(context.db, context.brokers);
-    await publisher.start();
-    await publisher.publishMany(
-      table.queue('emails'),
-      Array.from({ length: rowCount }, (_, index) => ({ payload: index, partitionKey: keys[index % keys.length]! })),
-    );
-    const config = {
-      database: context.db.url,
-      table: { ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' },
-      queue: 'emails',
-      workers: 4,
-      concurrency: { perKey: 1 },
-      recordSql,
-      handlerMs: 5,
-      leaseMs: 1_000,
-    };
-    const replicas = Array.from({ length: 3 }, () => spawnReplica(config));
-    const driver = await context.db.openDriver({ poolSize: 1 });
-    try {
-      await Promise.all(replicas.map((replica) => replica.ready));
-      // The first replica to have handled 20 rows dies while it holds its next ones.
-      const victim = await Promise.any(replicas.map(async (replica) => (await replica.itemsAtLeast(20), replica)));
-      victim.child.kill('SIGKILL');
-      await victim.exited;
-      const { samples, most } = await sampleUntil(
-        driver,
-        `SELECT customer, COUNT(*) AS n FROM jobs WHERE locked_until > ${marks(1)} GROUP BY customer`,
-        async () => (await countRows(context.db, 'jobs')) === 0,
-        120_000,
+  /** The forms perKey holds in across processes, with their tables. */
+  const perKeyForms: [string, TableDeclaration][] = [
+    ['lease', { ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' }],
+    ...(formsOf(stand).includes('rowLock')
+      ? [['rowLock', { ...jobsDeclaration({ form: 'rowLock' }), partitionKey: 'customer', isolation: 'read committed' }] as [string, TableDeclaration]]
+      : []),
+  ];
+  for (const [form, declaration] of perKeyForms) {
+    const freed = form === 'lease' ? "while a SIGKILLed replica's rows wait out their lease" : "also after a replica is SIGKILLed (its slots' locks end with its connections)";
+    it(`perKey: 1 holds across three replica processes, ${freed} (${form})`, async () => {
+      const table = defineTable(declaration);
+      await createTable(stand, context.db, table);
+      await createEffects();
+      const keys = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5'];
+      const rowCount = 360;
+      const publisher = createBroker(context.db, context.brokers);
+      await publisher.start();
+      await publisher.publishMany(
+        table.queue('emails'),
+        Array.from({ length: rowCount }, (_, index) => ({ payload: index, partitionKey: keys[index % keys.length]! })),
       );
-      expect(most).toBe(1);
-      expect(samples).toBeGreaterThan(100);
-      expect(await countRows(context.db, '(SELECT DISTINCT id FROM effects) AS handled')).toBe(rowCount);
-    } finally {
-      await driver.close();
-      await stopReplicas(replicas);
-    }
-  }, PROCESS_TEST_TIMEOUT_MS);
+      const config = {
+        database: context.db.url,
+        table: declaration,
+        queue: 'emails',
+        workers: 4,
+        concurrency: { perKey: 1 },
+        recordSql,
+        handlerMs: 5,
+        leaseMs: 1_000,
+      };
+      const replicas = Array.from({ length: 3 }, () => spawnReplica(config));
+      const driver = await context.db.openDriver({ poolSize: 1 });
+      try {
+        await Promise.all(replicas.map((replica) => replica.ready));
+        // The first replica to have handled 20 rows dies while it holds its next ones.
+        const victim = await Promise.any(replicas.map(async (replica) => (await replica.itemsAtLeast(20), replica)));
+        victim.child.kill('SIGKILL');
+        await victim.exited;
+        const drained = async () => (await countRows(context.db, 'jobs')) === 0;
+        if (form === 'lease') {
+          const { samples, most } = await sampleUntil(
+            driver,
+            `SELECT customer, COUNT(*) AS n FROM jobs WHERE locked_until > ${marks(1)} GROUP BY customer`,
+            drained,
+            120_000,
+          );
+          expect(most).toBe(1);
+          expect(samples).toBeGreaterThan(100);
+        } else {
+          // A row lock leaves nothing in the table to sample: the handlers' records show the bound.
+          await waitForDatabase(drained, 120_000, 'every row settled');
+          expect(await mostHandlersAtOnce(context, 'perKey')).toBe(1);
+        }
+        expect(await countRows(context.db, '(SELECT DISTINCT id FROM effects) AS handled')).toBe(rowCount);
+      } finally {
+        await driver.close();
+        await stopReplicas(replicas);
+      }
+    }, PROCESS_TEST_TIMEOUT_MS);
+  }
 }
 
 /** Effects in the order they were written: each handler's start and end, by id, key and process. */
@@ -292,26 +341,31 @@ function effectsTable(context: SuiteContext): string {
  * The most handlers between their start and end records at once, replaying the records in the
  * order they were written. A handler's row is in work from before its start record until after
  * its end record, so this never counts more than were in work. A handler without an end record
- * (its process was killed) counts until the end of its process's records.
+ * (its process was killed) counts until the end of its process's records. `perKey`: the most of
+ * one partition key.
  */
-async function mostHandlersAtOnce(context: SuiteContext): Promise<number> {
-  const rows = await context.db.query<{ id: string; pid: unknown; phase: string }>('SELECT id, pid, phase FROM effects ORDER BY seq');
+async function mostHandlersAtOnce(context: SuiteContext, scope: 'global' | 'perKey' = 'global'): Promise<number> {
+  const rows = await context.db.query<{ id: string; customer: string | null; pid: unknown; phase: string }>(
+    'SELECT id, customer, pid, phase FROM effects ORDER BY seq',
+  );
   const ended = new Set(rows.filter((row) => row.phase === 'end').map((row) => `${String(row.pid)}/${row.id}`));
   const lastOfProcess = new Map(rows.map((row, index) => [String(row.pid), index]));
-  let running = 0;
+  const groupOf = (row: { customer: string | null }) => (scope === 'global' ? '' : String(row.customer));
+  const running = new Map<string, number>();
+  const add = (group: string, count: number) => running.set(group, (running.get(group) ?? 0) + count);
   let most = 0;
-  const endsAt = new Map<number, number>();
+  const endsAt = new Map<number, string[]>();
   rows.forEach((row, index) => {
-    running -= endsAt.get(index) ?? 0;
+    for (const group of endsAt.get(index) ?? []) add(group, -1);
     const key = `${String(row.pid)}/${row.id}`;
     if (row.phase === 'start') {
-      running += 1;
+      add(groupOf(row), 1);
       if (!ended.has(key)) {
         const last = lastOfProcess.get(String(row.pid))!;
-        endsAt.set(last + 1, (endsAt.get(last + 1) ?? 0) + 1);
+        endsAt.set(last + 1, [...(endsAt.get(last + 1) ?? []), groupOf(row)]);
       }
-    } else running -= 1;
-    most = Math.max(most, running);
+    } else add(groupOf(row), -1);
+    most = Math.max(most, running.get(groupOf(row)) ?? 0);
   });
   return most;
 }

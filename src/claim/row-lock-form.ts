@@ -1,4 +1,4 @@
-import { createConcurrencyStatements } from '../dialect/concurrency-statements.js';
+import { createConcurrencyStatements, type KeySlotTake } from '../dialect/concurrency-statements.js';
 import { withConnection } from '../driver/connection-scope.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { ClaimForm, HeldRow } from './claim-form.js';
@@ -15,10 +15,21 @@ interface RowLockStatements extends ClaimTransactionStatements {
   readonly guard: Statement | undefined;
   /** `concurrency.global`: free slots locked first, in the claim's own transaction. */
   readonly takeSlots: Statement | undefined;
+  /** `concurrency.perKey`: slots of keys locked next, and rows taken under each. */
+  readonly keySlots: KeySlotRun | undefined;
   readonly claim: Statement;
   /** Transactional mode: set right after the claim, so the handler's writes can be undone alone. */
   readonly savepoint: Statement;
   readonly rollback: Statement;
+}
+
+/** `concurrency.perKey`'s statements, and how its slots are added. */
+interface KeySlotRun {
+  readonly add: Statement;
+  /** MySQL, MariaDB: `add` runs in its own read committed transaction after this guard (see `addInTransaction`). */
+  readonly addBehind: { readonly begin: Statement[]; readonly guard: Statement } | undefined;
+  readonly take: KeySlotTake;
+  readonly claim: Statement;
 }
 
 /**
@@ -34,6 +45,13 @@ export class RowLockForm implements ClaimForm {
   readonly isDoneAtHandover = false;
   readonly #context: FormContext;
   readonly #statements: RowLockStatements;
+  /**
+   * perKey: the last claim found fewer free key slots than it wanted, maybe because a key has
+   * none yet, so the next claim adds the missing ones first. True before the first claim.
+   */
+  #isShortOfKeySlots = true;
+  /** perKey, taken in turn (MySQL, MariaDB): the last key whose slot this form took. */
+  #lastKeyTaken = '';
 
   constructor(context: FormContext) {
     this.#context = context;
@@ -47,10 +65,19 @@ export class RowLockForm implements ClaimForm {
 
   /** Every statement this form runs, for the start-up prepare check. */
   get statements(): Statement[] {
-    const { guard, takeSlots, claim, settlements } = this.#statements;
+    const { guard, takeSlots, keySlots, claim, settlements } = this.#statements;
     const finishMany = this.#statements.finishMany?.(1);
     const before = [...(guard ? [guard] : []), ...(takeSlots ? [takeSlots] : [])];
-    return [...before, claim, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : [])];
+    const keyed =
+      keySlots === undefined
+        ? []
+        : [
+            keySlots.add,
+            ...(keySlots.addBehind ? [keySlots.addBehind.guard] : []),
+            ...(keySlots.take.kind === 'claimOrder' ? [keySlots.take.statement] : [keySlots.take.after, keySlots.take.upTo]),
+            keySlots.claim,
+          ];
+    return [...before, ...keyed, claim, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : [])];
   }
 
   /**
@@ -62,6 +89,7 @@ export class RowLockForm implements ClaimForm {
     const statements = this.#statements;
     return withConnection(driver, async (connection, keep) => {
       const run = (statement: Statement, values: ParamValues = {}) => connection.execute(bindStatement(statement, values));
+      if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
       for (const statement of statements.begin) await run(statement);
       // Another claim or delivery owning the group ends the transaction, dropping what the guard took.
       if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }))) {
@@ -78,7 +106,10 @@ export class RowLockForm implements ClaimForm {
           return [];
         }
       }
-      const rows = (await run(statements.claim, { group, now, limit: rowLimit })).rows;
+      const rows =
+        statements.keySlots === undefined
+          ? (await run(statements.claim, { group, now, limit: rowLimit })).rows
+          : await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit);
       if (rows.length === 0) {
         await run(statements.commit);
         return [];
@@ -91,12 +122,68 @@ export class RowLockForm implements ClaimForm {
   }
 
   close(): void {}
+
+  /** Before the claim's transaction: a slot inserted inside it would hold other claims' adds until the handler ends. */
+  async #addKeySlots(run: RunStatement, keySlots: KeySlotRun, now: Date): Promise<void> {
+    const values = { group: this.#context.group, now, perKey: this.#context.concurrency?.perKey };
+    if (keySlots.addBehind === undefined) {
+      await run(keySlots.add, values);
+      return;
+    }
+    for (const statement of keySlots.addBehind.begin) await run(statement);
+    try {
+      await run(keySlots.addBehind.guard, values);
+      await run(keySlots.add, values);
+      await run(this.#statements.commit);
+    } catch (error) {
+      await run(this.#statements.rollback);
+      throw error;
+    }
+  }
+
+  /**
+   * Locks up to `limit` free key slots, then takes under each slot a row of its key or one
+   * without a key, and fills what is left with rows without a key: a key never has more rows in
+   * work than slots locked, and a row without a key needs none. Rows this transaction already
+   * locked would come back from a later statement, so each id is kept once.
+   */
+  async #claimUnderKeySlots(run: RunStatement, keySlots: KeySlotRun, now: Date, limit: number): Promise<Record<string, unknown>[]> {
+    const { group, spec } = this.#context;
+    const perKey = this.#context.concurrency?.perKey;
+    const values = { group, now, perKey, limit };
+    let slots: Record<string, unknown>[];
+    if (keySlots.take.kind === 'claimOrder') {
+      slots = (await run(keySlots.take.statement, values)).rows;
+    } else {
+      slots = (await run(keySlots.take.after, { ...values, key: this.#lastKeyTaken })).rows;
+      if (slots.length < limit) {
+        slots.push(...(await run(keySlots.take.upTo, { ...values, key: this.#lastKeyTaken, limit: limit - slots.length })).rows);
+      }
+      const last = slots.at(-1);
+      if (last !== undefined) this.#lastKeyTaken = String(last['key_value']);
+    }
+    this.#isShortOfKeySlots = slots.length < limit;
+    const slotsOfKey = new Map<unknown, number>();
+    for (const slot of slots) slotsOfKey.set(slot['key_value'], (slotsOfKey.get(slot['key_value']) ?? 0) + 1);
+    const rows = new Map<unknown, Record<string, unknown>>();
+    const take = async (key: unknown, most: number) => {
+      for (const row of (await run(keySlots.claim, { group, now, key, limit: most })).rows) rows.set(row[spec.id.column], row);
+    };
+    for (const [key, count] of slotsOfKey) await take(key, count);
+    if (rows.size < limit) await take(null, limit - rows.size);
+    return [...rows.values()];
+  }
 }
+
+type RunStatement = (statement: Statement, values?: ParamValues) => Promise<{ rows: Record<string, unknown>[] }>;
 
 function renderRowLockStatements(context: FormContext): RowLockStatements {
   const { dialect, spec, columns, deadLetter, concurrency } = context;
   const retry = dialect.rowLock.retry(spec);
-  const slots = concurrency?.global === undefined ? undefined : createConcurrencyStatements(dialect.name).slots;
+  const concurrencyStatements = createConcurrencyStatements(dialect.name);
+  const slots = concurrency?.global === undefined ? undefined : concurrencyStatements.slots;
+  const keySlots = concurrency?.perKey === undefined ? undefined : concurrencyStatements.keySlots;
+  const guard = concurrencyStatements.guard(spec);
   const retryAfter = dialect.rowLock.retryAfter(spec) ?? retry;
   const finishMany = new Map<number, Statement>();
   const renderFinishMany = dialect.rowLock.finishMany;
@@ -104,6 +191,16 @@ function renderRowLockStatements(context: FormContext): RowLockStatements {
     begin: dialect.session.begin({ isolation: spec.isolation }),
     guard: dialect.fifo.guard(spec),
     takeSlots: slots?.take(spec),
+    keySlots:
+      keySlots === undefined
+        ? undefined
+        : {
+            add: keySlots.add(spec),
+            addBehind:
+              keySlots.addInTransaction && guard !== undefined ? { begin: dialect.session.begin({ isolation: 'read committed' }), guard } : undefined,
+            take: keySlots.take(spec),
+            claim: keySlots.claim(spec, columns),
+          },
     claim: dialect.rowLock.claim(spec, columns),
     savepoint: dialect.session.savepoint(),
     rollbackToSavepoint: dialect.session.rollbackToSavepoint(),

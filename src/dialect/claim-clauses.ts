@@ -62,11 +62,13 @@ export function skipLockedSelect(
   spec: TableSpec,
   columns: TableColumns,
   form: Exclude<ClaimFormName, 'advisory'>,
-  options: LeaseClaimOptions = {},
+  options: LeaseClaimOptions & { readonly slotKey?: boolean } = {},
 ): SqlText {
   const from = sql`SELECT ${columnList(columns)} FROM ${tableOf(spec)}`;
   if (isFifo(spec)) return sql`${from}${whereAll(fifoHeadConditions(spec, form))} FOR UPDATE SKIP LOCKED`;
-  const where = whereAll([...claimConditions(spec, form), ...perKeyConditions(spec, options), ...rateKeyConditions(spec, options)]);
+  const conditions = [...claimConditions(spec, form), ...perKeyConditions(spec, options), ...rateKeyConditions(spec, options)];
+  if (options.slotKey === true) conditions.push(slotKeyCondition(spec));
+  const where = whereAll(conditions);
   return sql`${from}${where} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`;
 }
 
@@ -103,6 +105,16 @@ export function perKeyConditions(spec: TableSpec, options: LeaseClaimOptions): S
 }
 
 /**
+ * `concurrency.perKey` (row lock form): the claim holds one of `:key`'s slot rows, so it may take
+ * rows of that key or rows without a key, which count toward none. Binding `:key` to null leaves
+ * only the rows without a key (`= NULL` is never true).
+ */
+function slotKeyCondition(spec: TableSpec): SqlText {
+  const key = identifier(requirePartitionKey(spec, 'a claim under a key slot'));
+  return sql`(${key} IS NULL OR ${key} = ${param('key')})`;
+}
+
+/**
  * `rate: { key: true }` (lease form): a row with a partition key is claimable only while the rows
  * of its key taken within the window (summed from the rate's uses table), plus the claimable rows
  * of the key ahead of it in claim order, stay within `:rateLimit`; the same rank and join as
@@ -128,7 +140,7 @@ function rankedByKey(spec: TableSpec): SqlText {
   return sql`SELECT ${identifier(spec.id.column)}, ${key}, ${rank} AS tablequeue_rank FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'lease'), sql`${key} IS NOT NULL`])}`;
 }
 
-function requirePartitionKey(spec: TableSpec, what: string): string {
+export function requirePartitionKey(spec: TableSpec, what: string): string {
   if (spec.partitionKey === undefined) {
     throw new TypeError(`table "${spec.qualifiedName}" has no partitionKey column; ${what} is rendered for keyed tables only`);
   }

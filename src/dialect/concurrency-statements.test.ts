@@ -304,3 +304,82 @@ describe('concurrency slots of the row lock form', () => {
     });
   });
 });
+
+describe('key slots of the row lock form (perKey)', () => {
+  it('are not built on SQLite, which has no row locks', () => {
+    expect(createConcurrencyStatements(createDialect('sqlite').name).keySlots).toBeUndefined();
+  });
+
+  it('postgres: the key slots table, the missing slots of claimable keys added, slots taken in claim order, the claim under a key\'s slot', () => {
+    const keySlots = createConcurrencyStatements(createDialect('postgres').name).keySlots!;
+    expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
+      [
+        "CREATE TABLE IF NOT EXISTS \"app\".\"tablequeue_concurrency_key_slots\" (",
+        "  \"table_name\" text NOT NULL,",
+        "  \"queue_name\" text NOT NULL,",
+        "  \"key_value\" text NOT NULL,",
+        "  \"slot\" integer NOT NULL,",
+        "  PRIMARY KEY (\"table_name\", \"queue_name\", \"key_value\", \"slot\")",
+        ")",
+      ].join('\n'),
+    );
+    expect(keySlots.addInTransaction).toBe(false);
+    expect(keySlots.add(everyRoleTable.spec)).toEqual({
+      name: "concurrency.addKeySlots",
+      sql: "INSERT INTO \"tablequeue_concurrency_key_slots\" (\"table_name\", \"queue_name\", \"key_value\", \"slot\") SELECT 'email_jobs', $1, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT CAST(\"customer\" AS text) AS tablequeue_key FROM \"email_jobs\" WHERE \"queue\" = $2 AND \"retry_after\" <= $3 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_keys CROSS JOIN generate_series(1, $4::integer) AS tablequeue_numbers (n) WHERE NOT EXISTS (SELECT 1 FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_held WHERE tablequeue_held.\"table_name\" = 'email_jobs' AND tablequeue_held.\"queue_name\" = $5 AND tablequeue_held.\"key_value\" = tablequeue_keys.tablequeue_key AND tablequeue_held.\"slot\" = tablequeue_numbers.n)",
+      params: ['group', 'group', 'now', 'perKey', 'group'],
+    });
+    expect(keySlots.take(everyRoleTable.spec)).toEqual({
+      kind: 'claimOrder',
+      statement: {
+        name: "concurrency.takeKeySlots",
+        sql: "SELECT tablequeue_slots.\"key_value\", tablequeue_slots.\"slot\" FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_slots JOIN (SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key) AS tablequeue_heads ON tablequeue_slots.\"key_value\" = tablequeue_heads.tablequeue_key WHERE tablequeue_slots.\"table_name\" = 'email_jobs' AND tablequeue_slots.\"queue_name\" = $3 AND tablequeue_slots.\"slot\" <= $4 ORDER BY tablequeue_heads.tablequeue_first, tablequeue_slots.\"slot\" LIMIT $5 FOR UPDATE OF tablequeue_slots SKIP LOCKED",
+        params: ['group', 'now', 'group', 'perKey', 'limit'],
+      },
+    });
+    expect(keySlots.claim(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
+      name: "rowLock.claimUnderKeySlot",
+      sql: "SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"meta\", \"payload\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND (\"customer\" IS NULL OR \"customer\" = $3) ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $4 FOR UPDATE SKIP LOCKED",
+      params: ['group', 'now', 'key', 'limit'],
+    });
+  });
+
+  it('mysql: the key slots table, the missing slots added behind the guard, slots taken in turn in primary key order, the claim under a key\'s slot', () => {
+    const keySlots = createConcurrencyStatements(createDialect('mysql').name).keySlots!;
+    expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
+      [
+        "CREATE TABLE IF NOT EXISTS `app`.`tablequeue_concurrency_key_slots` (",
+        "  `table_name` varchar(129) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+        "  `queue_name` varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+        "  `key_value` varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+        "  `slot` integer NOT NULL,",
+        "  PRIMARY KEY (`table_name`, `queue_name`, `key_value`, `slot`)",
+        ")",
+      ].join('\n'),
+    );
+    expect(keySlots.addInTransaction).toBe(true);
+    expect(keySlots.add(everyRoleTable.spec)).toEqual({
+      name: "concurrency.addKeySlots",
+      sql: "INSERT INTO `tablequeue_concurrency_key_slots` (`table_name`, `queue_name`, `key_value`, `slot`) WITH RECURSIVE tablequeue_numbers (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_numbers WHERE n < ?) SELECT 'email_jobs', ?, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys CROSS JOIN tablequeue_numbers WHERE NOT EXISTS (SELECT 1 FROM `tablequeue_concurrency_key_slots` AS tablequeue_held WHERE tablequeue_held.`table_name` = 'email_jobs' AND tablequeue_held.`queue_name` = ? AND tablequeue_held.`key_value` = tablequeue_keys.tablequeue_key AND tablequeue_held.`slot` = tablequeue_numbers.n)",
+      params: ['perKey', 'group', 'group', 'now', 'group'],
+    });
+    expect(keySlots.take(everyRoleTable.spec)).toEqual({
+      kind: 'roundRobin',
+      after: {
+        name: "concurrency.takeKeySlotsAfter",
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` > ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+        params: ['group', 'key', 'perKey', 'group', 'now', 'limit'],
+      },
+      upTo: {
+        name: "concurrency.takeKeySlotsUpTo",
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` <= ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+        params: ['group', 'key', 'perKey', 'group', 'now', 'limit'],
+      },
+    });
+    expect(keySlots.claim(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
+      name: "rowLock.claimUnderKeySlot",
+      sql: "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`customer` IS NULL OR `customer` = ?) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
+      params: ['group', 'now', 'key', 'limit'],
+    });
+  });
+});

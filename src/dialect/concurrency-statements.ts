@@ -7,8 +7,8 @@
  */
 import type { Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
-import { rowsInWork, tableOf, whereAll } from './claim-clauses.js';
-import type { DialectName } from './dialect.js';
+import { claimConditions, claimOrder, requirePartitionKey, rowsInWork, skipLockedSelect, tableOf, whereAll } from './claim-clauses.js';
+import type { DialectName, TableColumns } from './dialect.js';
 import {
   BACKTICK_STYLE,
   DOUBLE_QUOTE_STYLE,
@@ -29,6 +29,9 @@ export const CONCURRENCY_GUARDS_TABLE = 'tablequeue_concurrency_guards';
 
 /** The row lock form's slot rows: `global` rows per queue, each locked by one transaction in work. */
 export const CONCURRENCY_SLOTS_TABLE = 'tablequeue_concurrency_slots';
+
+/** The row lock form's slot rows per partition key: `perKey` rows per key, each locked by one transaction in work. */
+export const CONCURRENCY_KEY_SLOTS_TABLE = 'tablequeue_concurrency_key_slots';
 
 /** The one column of `inWork`'s one row. */
 export const IN_WORK_COLUMN = 'in_work';
@@ -57,6 +60,56 @@ export interface ConcurrencyStatements {
    * transaction, at the settlement's commit or when the process dies.
    */
   readonly slots: SlotStatements | undefined;
+  /**
+   * Row lock form, `perKey` (Postgres, MySQL, MariaDB; undefined on SQLite): the same semaphore
+   * per partition key. A claim locks a free slot of the key whose first claimable row comes first,
+   * then takes rows of that key or without one; keys get their slots when a claim first finds none.
+   */
+  readonly keySlots: KeySlotStatements | undefined;
+}
+
+/**
+ * Which keys' slots a claim takes first.
+ * - `claimOrder` (Postgres): the key whose first claimable row comes first in claim order.
+ *   `FOR UPDATE` applies after the sort and the limit, so only the slots returned are locked.
+ * - `roundRobin` (MySQL, MariaDB): InnoDB locks each row a locking read visits before a sort, so
+ *   a take sorted by the keys' first rows locked every free slot of the queue (a second broker
+ *   found none). Read in primary key order instead, it stops at `:limit` and locks only those:
+ *   `after` takes the keys past `:key` (the last key this claimer took), `upTo` wraps around to
+ *   the rest, so each key gets its turn.
+ */
+export type KeySlotTake =
+  | { readonly kind: 'claimOrder'; readonly statement: Statement }
+  | { readonly kind: 'roundRobin'; readonly after: Statement; readonly upTo: Statement };
+
+export interface KeySlotStatements {
+  /** `CREATE TABLE IF NOT EXISTS` of the key slot rows, beside the queue table. */
+  createTable(spec: TableSpec): string;
+  /**
+   * Adds the slots 1 to `:perKey` that are missing for each key of the queue's claimable rows
+   * (params `group` on grouped tables, `now`, `perKey`). Never waits on a slot a delivery holds:
+   * Postgres skips a conflict with a committed row without locking it; MySQL and MariaDB insert
+   * only the pairs a read found missing, so `addInTransaction` says how to run it.
+   */
+  add(spec: TableSpec): Statement;
+  /**
+   * MySQL, MariaDB: run `add` in a READ COMMITTED transaction behind the queue's guard row. Read
+   * committed, so that reading the queue table locks none of its rows (at repeatable read an
+   * INSERT … SELECT locks the rows it reads, and waits on every row in work); the guard, so that
+   * no two adds insert the same pair, as a duplicate key waits on the row it meets.
+   */
+  readonly addInTransaction: boolean;
+  /**
+   * Locks up to `:limit` free slots numbered up to `:perKey` of the keys with claimable rows,
+   * without waiting (params `group`, `now`, `perKey`, `limit`; columns `key_value`, the key as
+   * text, and `slot`). Only the slot rows are locked, never the queue rows read to find the keys.
+   */
+  take(spec: TableSpec): KeySlotTake;
+  /**
+   * The row lock claim under a key's slot: claimable rows of `:key` or without a key, in claim
+   * order, up to `:limit`, locked without waiting. `:key` null takes only rows without a key.
+   */
+  claim(spec: TableSpec, columns: TableColumns): Statement;
 }
 
 export interface SlotStatements {
@@ -89,11 +142,11 @@ export function createConcurrencyStatements(database: DialectName): ConcurrencyS
     );
   switch (database) {
     case 'postgres':
-      return { createGuardTable: () => undefined, guard: renderPostgresGuard, inWork, slots: POSTGRES_SLOTS };
+      return { createGuardTable: () => undefined, guard: renderPostgresGuard, inWork, slots: POSTGRES_SLOTS, keySlots: POSTGRES_KEY_SLOTS };
     case 'mysql':
-      return { createGuardTable: renderMysqlGuardTable, guard: renderMysqlGuard, inWork, slots: MYSQL_SLOTS };
+      return { createGuardTable: renderMysqlGuardTable, guard: renderMysqlGuard, inWork, slots: MYSQL_SLOTS, keySlots: MYSQL_KEY_SLOTS };
     case 'sqlite':
-      return { createGuardTable: () => undefined, guard: () => undefined, inWork, slots: undefined };
+      return { createGuardTable: () => undefined, guard: () => undefined, inWork, slots: undefined, keySlots: undefined };
   }
 }
 
@@ -219,3 +272,128 @@ function renderMysqlGuard(spec: TableSpec): Statement {
     sql`INSERT INTO ${guardsTableOf(spec)} (${identifier('table_name')}, ${identifier('queue_name')}, ${claims}) VALUES (${textLiteral(spec.qualifiedName)}, ${queue}, 1) ON DUPLICATE KEY UPDATE ${claims} = ${claims} + 1`,
   );
 }
+
+function keySlotsTableOf(spec: TableSpec): SqlText {
+  return qualifiedName(spec.schema, CONCURRENCY_KEY_SLOTS_TABLE);
+}
+
+/** How each database spells a partition key as the slot rows' text, and the text column for it. */
+interface KeyText {
+  readonly style: SqlStyle;
+  /** The key column as text that compares with `key_value` exactly. */
+  of(column: SqlText): SqlText;
+  /** A text column type of at most `length` characters (unbounded where the database allows). */
+  column(length: number): SqlText;
+}
+
+const POSTGRES_KEY_TEXT: KeyText = {
+  style: DOUBLE_QUOTE_STYLE,
+  of: (column) => sql`CAST(${column} AS text)`,
+  column: () => fixedSql('text NOT NULL'),
+};
+
+/**
+ * utf8mb4_bin as the other side tables, whatever the connection's character set; keys are at most
+ * 255 characters here (a primary key of InnoDB holds 3,072 bytes: 129 + 255 + 255 characters of
+ * four bytes and the slot fit).
+ */
+const MYSQL_KEY_TEXT: KeyText = {
+  style: BACKTICK_STYLE,
+  of: (column) => sql`CONVERT(${column} USING utf8mb4) COLLATE utf8mb4_bin`,
+  column: (length) => fixedSql(`varchar(${length}) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL`),
+};
+
+function renderKeySlotsTable(text: KeyText, spec: TableSpec): string {
+  const key = sql`${identifier('table_name')}, ${identifier('queue_name')}, ${identifier('key_value')}, ${identifier('slot')}`;
+  return renderDdl(
+    text.style,
+    sql`CREATE TABLE IF NOT EXISTS ${keySlotsTableOf(spec)} (
+  ${identifier('table_name')} ${text.column(129)},
+  ${identifier('queue_name')} ${text.column(255)},
+  ${identifier('key_value')} ${text.column(255)},
+  ${identifier('slot')} integer NOT NULL,
+  PRIMARY KEY (${key})
+)`,
+  );
+}
+
+/** The distinct keys of the queue's claimable rows, as text: column `tablequeue_key`. */
+function claimableKeys(text: KeyText, spec: TableSpec): SqlText {
+  const key = identifier(requirePartitionKey(spec, 'a key slot'));
+  return sql`SELECT DISTINCT ${text.of(key)} AS tablequeue_key FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`])}`;
+}
+
+/** `numbers` names a relation `tablequeue_numbers (n)` holding 1 to `:perKey`. */
+function renderAddKeySlots(text: KeyText, spec: TableSpec, numbers: { with: SqlText; from: SqlText }): Statement {
+  const columns = sql`${identifier('table_name')}, ${identifier('queue_name')}, ${identifier('key_value')}, ${identifier('slot')}`;
+  const missing = sql`NOT EXISTS (SELECT 1 FROM ${keySlotsTableOf(spec)} AS tablequeue_held WHERE tablequeue_held.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_held.${identifier('queue_name')} = ${queueName(spec)} AND tablequeue_held.${identifier('key_value')} = tablequeue_keys.tablequeue_key AND tablequeue_held.${identifier('slot')} = tablequeue_numbers.n)`;
+  const select = sql`SELECT ${textLiteral(spec.qualifiedName)}, ${queueName(spec)}, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (${claimableKeys(text, spec)}) AS tablequeue_keys CROSS JOIN ${numbers.from} WHERE ${missing}`;
+  return renderStatement(text.style, 'concurrency.addKeySlots', sql`INSERT INTO ${keySlotsTableOf(spec)} (${columns}) ${numbers.with}${select}`);
+}
+
+/**
+ * The keys ordered by their first claimable row: a rank over the claimable rows in claim order
+ * (claim orders run over several columns, so a MIN of one would not do), its least per key. The
+ * queue rows are read in a derived table, and `FOR UPDATE OF` names the slot rows alone.
+ */
+function renderTakeKeySlots(text: KeyText, spec: TableSpec): Statement {
+  const key = identifier(requirePartitionKey(spec, 'a key slot'));
+  const positions = sql`SELECT ${text.of(key)} AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY ${claimOrder(spec)}) AS tablequeue_position FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`])}`;
+  const heads = sql`SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (${positions}) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key`;
+  const slot = sql`tablequeue_slots.${identifier('slot')}`;
+  const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
+  const ofQueue = sql`tablequeue_slots.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_slots.${identifier('queue_name')} = ${queueName(spec)}`;
+  return renderStatement(
+    text.style,
+    'concurrency.takeKeySlots',
+    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots JOIN (${heads}) AS tablequeue_heads ON ${keyValue} = tablequeue_heads.tablequeue_key WHERE ${ofQueue} AND ${slot} <= ${param('perKey')} ORDER BY tablequeue_heads.tablequeue_first, ${slot} LIMIT ${param('limit')} FOR UPDATE OF tablequeue_slots SKIP LOCKED`,
+  );
+}
+
+/**
+ * The slots of keys with claimable rows on one side of `:key`, in primary key order. The keys
+ * are read in a subquery, which a locking read does not lock (MariaDB has no `FOR UPDATE OF`).
+ */
+function renderTakeKeySlotsInTurn(text: KeyText, spec: TableSpec, side: '>' | '<='): Statement {
+  const slot = sql`tablequeue_slots.${identifier('slot')}`;
+  const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
+  const ofQueue = sql`tablequeue_slots.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_slots.${identifier('queue_name')} = ${queueName(spec)}`;
+  const withRows = sql`${keyValue} IN (SELECT tablequeue_keys.tablequeue_key FROM (${claimableKeys(text, spec)}) AS tablequeue_keys)`;
+  return renderStatement(
+    text.style,
+    side === '>' ? 'concurrency.takeKeySlotsAfter' : 'concurrency.takeKeySlotsUpTo',
+    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots WHERE ${ofQueue} AND ${keyValue} ${fixedSql(side)} ${param('key')} AND ${slot} <= ${param('perKey')} AND ${withRows} ORDER BY ${keyValue}, ${slot} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`,
+  );
+}
+
+function renderKeySlotClaim(style: SqlStyle, spec: TableSpec, columns: TableColumns): Statement {
+  return renderStatement(style, 'rowLock.claimUnderKeySlot', skipLockedSelect(spec, columns, 'rowLock', { slotKey: true }));
+}
+
+const POSTGRES_KEY_SLOTS: KeySlotStatements = {
+  createTable: (spec) => renderKeySlotsTable(POSTGRES_KEY_TEXT, spec),
+  add: (spec) =>
+    renderAddKeySlots(POSTGRES_KEY_TEXT, spec, {
+      with: sql``,
+      from: sql`generate_series(1, ${param('perKey')}::integer) AS tablequeue_numbers (n)`,
+    }),
+  addInTransaction: false,
+  take: (spec) => ({ kind: 'claimOrder', statement: renderTakeKeySlots(POSTGRES_KEY_TEXT, spec) }),
+  claim: (spec, columns) => renderKeySlotClaim(DOUBLE_QUOTE_STYLE, spec, columns),
+};
+
+const MYSQL_KEY_SLOTS: KeySlotStatements = {
+  createTable: (spec) => renderKeySlotsTable(MYSQL_KEY_TEXT, spec),
+  add: (spec) =>
+    renderAddKeySlots(MYSQL_KEY_TEXT, spec, {
+      with: sql`WITH RECURSIVE tablequeue_numbers (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_numbers WHERE n < ${param('perKey')}) `,
+      from: sql`tablequeue_numbers`,
+    }),
+  addInTransaction: true,
+  take: (spec) => ({
+    kind: 'roundRobin',
+    after: renderTakeKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '>'),
+    upTo: renderTakeKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '<='),
+  }),
+  claim: (spec, columns) => renderKeySlotClaim(BACKTICK_STYLE, spec, columns),
+};

@@ -37,11 +37,19 @@ describe('checkConcurrencyFits', () => {
     expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, keyed, postgres, 'emails')).not.toThrow();
   });
 
-  it('takes global on row lock and advisory tables, and refuses perKey there, saying what to do instead', () => {
+  it('takes global on row lock and advisory tables, perKey on row lock tables (MySQL: at read committed), and refuses perKey on advisory tables, saying what to do instead', () => {
     const rowLock = createTableSpec({ table: 'jobs', id: 'id' });
     expect(() => checkConcurrencyFits({ global: 3, perKey: undefined }, rowLock, postgres, 'emails')).not.toThrow();
-    expect(() => checkConcurrencyFits({ global: 3, perKey: 1 }, createTableSpec({ table: 'jobs', id: 'id', partitionKey: 'k' }), postgres, 'emails')).toThrow(
-      /perKey counts each key's live leases, so it needs the lease form.*declare a lockedUntil column/,
+    const keyedRowLock = { table: 'jobs', id: 'id', partitionKey: 'k' } as const;
+    expect(() => checkConcurrencyFits({ global: 3, perKey: 1 }, createTableSpec(keyedRowLock), postgres, 'emails')).not.toThrow();
+    const mysql = createDialect('mariadb');
+    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, createTableSpec(keyedRowLock), mysql, 'emails')).toThrow(
+      /at the server default \(repeatable read\) InnoDB also locks the gaps.*Declare isolation: 'read committed' on table "jobs"/,
+    );
+    const readCommitted = createTableSpec({ ...keyedRowLock, isolation: 'read committed' });
+    expect(() => checkConcurrencyFits({ global: undefined, perKey: 1 }, readCommitted, mysql, 'emails')).not.toThrow();
+    expect(() => checkConcurrencyFits({ global: undefined, perKey: MAX_ROW_LOCK_SLOTS + 1 }, readCommitted, mysql, 'emails')).toThrow(
+      /perKey in the row lock form holds a transaction, so a connection, per row in work; give at most 1000/,
     );
     expect(() => checkConcurrencyFits({ global: MAX_ROW_LOCK_SLOTS + 1, perKey: undefined }, rowLock, postgres, 'emails')).toThrow(
       /holds a transaction, so a connection, per row in work; give at most 1000/,

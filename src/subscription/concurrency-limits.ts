@@ -1,5 +1,5 @@
 import type { ConcurrencyLimits } from '../claim/form-context.js';
-import { createConcurrencyStatements } from '../dialect/concurrency-statements.js';
+import { createConcurrencyStatements, type ConcurrencyStatements } from '../dialect/concurrency-statements.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
 import { createSideTable } from '../driver/side-table-creation.js';
@@ -63,9 +63,10 @@ export const MAX_ADVISORY_SLOTS = 100;
 
 /**
  * At open, against the table: the lease form counts live leases under a guard; the row lock form
- * locks slot rows and the advisory form slot keys (global only: a key has no row to lock, and in
- * the advisory form a key template naming the partition key already runs one row per key at a
- * time). A FIFO group already runs one row at a time; perKey counts by the partition key column.
+ * locks slot rows (per queue, and per key); the advisory form slot keys (global only: a key has no
+ * row to lock, and in the advisory form a key template naming the partition key already runs one
+ * row per key at a time). A FIFO group already runs one row at a time; perKey counts by the
+ * partition key column.
  */
 export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec, dialect: Dialect, subscription: string): void {
   const where = `subscription "${subscription}"`;
@@ -81,19 +82,24 @@ export function checkConcurrencyFits(limits: ConcurrencyLimits, spec: TableSpec,
     );
   }
   if (spec.form === 'lease') return;
-  if (limits.perKey !== undefined) {
-    const form = spec.form === 'rowLock' ? 'row lock' : 'advisory lock';
-    const instead =
-      spec.form === 'advisory'
-        ? 'for one row per key at a time, name the partition key in the advisoryLock template (such as "customer-{customer}") instead'
-        : 'declare a lockedUntil column (lease form), or keep only concurrency.global';
+  if (limits.perKey !== undefined && spec.form === 'advisory') {
     throw new UnsupportedError({
       database,
-      feature: `concurrency.perKey in the ${form} form`,
-      message: `${where}: concurrency.perKey counts each key's live leases, so it needs the lease form; table "${spec.qualifiedName}" uses the ${form} form: ${instead}`,
+      feature: 'concurrency.perKey in the advisory lock form',
+      message: `${where}: concurrency.perKey needs rows in work counted by key, which the advisory lock form has nowhere to keep; table "${spec.qualifiedName}" uses the advisory lock form: for one row per key at a time, name the partition key in the advisoryLock template (such as "customer-{customer}") instead`,
+    });
+  }
+  if (limits.perKey !== undefined && database === 'mysql' && spec.isolation !== 'read committed') {
+    throw new UnsupportedError({
+      database,
+      feature: 'concurrency.perKey in the row lock form at repeatable read',
+      message: `${where}: concurrency.perKey in the row lock form locks a slot row of the key for each row in work; at ${spec.isolation ?? 'the server default (repeatable read)'} InnoDB also locks the gaps beside the slots a delivery holds, so adding a new key's slots would wait until that delivery ends. Declare isolation: 'read committed' on table "${spec.qualifiedName}", or declare a lockedUntil column (lease form)`,
     });
   }
   const most = spec.form === 'rowLock' ? MAX_ROW_LOCK_SLOTS : MAX_ADVISORY_SLOTS;
+  if (limits.perKey !== undefined && limits.perKey > MAX_ROW_LOCK_SLOTS) {
+    throw new DeclarationError(`${where}: concurrency.perKey in the row lock form holds a transaction, so a connection, per row in work; give at most ${MAX_ROW_LOCK_SLOTS}`);
+  }
   if (limits.global !== undefined && limits.global > most) {
     const why =
       spec.form === 'rowLock'
@@ -123,7 +129,12 @@ export async function ensureConcurrencyGuards(
   if (spec.form === 'advisory') return;
   const statements = createConcurrencyStatements(dialect.name);
   if (spec.form === 'rowLock') {
-    const { slots } = statements;
+    const { slots, keySlots } = statements;
+    if (keySlots !== undefined && limits.perKey !== undefined) {
+      await createSideTable(driver, 'concurrency.createKeySlotsTable', keySlots.createTable(spec));
+      // Claims add a key's slots behind the guard row where the database needs one (MySQL, MariaDB).
+      if (keySlots.addInTransaction) await ensureGuardRow(driver, statements, spec, group);
+    }
     if (slots === undefined || limits.global === undefined) return;
     await createSideTable(driver, 'concurrency.createSlotsTable', slots.createTable(spec));
     const global = limits.global;
@@ -133,6 +144,10 @@ export async function ensureConcurrencyGuards(
     });
     return;
   }
+  await ensureGuardRow(driver, statements, spec, group);
+}
+
+async function ensureGuardRow(driver: Driver, statements: ConcurrencyStatements, spec: TableSpec, group: string | undefined): Promise<void> {
   const sql = statements.createGuardTable(spec);
   const guard = statements.guard(spec);
   if (sql === undefined || guard === undefined) return;
