@@ -27,8 +27,8 @@ describe('tablequeue init --side-tables', () => {
       'tablequeue_rate_limits_by_key',
       'tablequeue_dedupe_windows',
     ];
-    expect(names('postgres')).toEqual([...everywhere, 'tablequeue_concurrency_slots']);
-    expect(names('mysql')).toEqual([...everywhere, 'tablequeue_concurrency_guards', 'tablequeue_concurrency_slots']);
+    expect(names('postgres')).toEqual([...everywhere, 'tablequeue_concurrency_slots', 'tablequeue_concurrency_key_slots']);
+    expect(names('mysql')).toEqual([...everywhere, 'tablequeue_concurrency_guards', 'tablequeue_concurrency_slots', 'tablequeue_concurrency_key_slots']);
     expect(names('sqlite')).toEqual(everywhere);
     for (const entry of sideTableCatalogue('mysql')) expect(entry.sql).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS \`${entry.table}\` \\(\\n`));
   });

@@ -6,7 +6,12 @@
 import { createCancellationsTableSql } from '../broker/message-cancel.js';
 import { createQueueControlsTableSql } from '../broker/queue-controls.js';
 import { defineTable, type DdlDialectName } from '../definition/define-table.js';
-import { CONCURRENCY_GUARDS_TABLE, CONCURRENCY_SLOTS_TABLE, createConcurrencyStatements } from '../dialect/concurrency-statements.js';
+import {
+  CONCURRENCY_GUARDS_TABLE,
+  CONCURRENCY_KEY_SLOTS_TABLE,
+  CONCURRENCY_SLOTS_TABLE,
+  createConcurrencyStatements,
+} from '../dialect/concurrency-statements.js';
 import { DEFAULT_CANCELLATIONS_TABLE } from '../dialect/cancellation-statements.js';
 import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
 import { createHeartbeatStatements, DEFAULT_HEARTBEAT_TABLE, parseHeartbeatTable } from '../dialect/heartbeat-statements.js';
@@ -83,7 +88,7 @@ export function sideTableCatalogue(database: DdlDialectName): SideTableEntry[] {
   if (guards !== undefined) {
     entries.push({
       table: CONCURRENCY_GUARDS_TABLE,
-      createdBy: 'a lease subscription with concurrency, when it opens at start; beside its queue table, in its schema',
+      createdBy: 'a lease subscription with concurrency, or a row lock one with concurrency.perKey, when it opens at start; beside its queue table, in its schema',
       sql: guards,
     });
   }
@@ -92,6 +97,13 @@ export function sideTableCatalogue(database: DdlDialectName): SideTableEntry[] {
       table: CONCURRENCY_SLOTS_TABLE,
       createdBy: 'a row lock subscription with concurrency.global, when it opens at start; beside its queue table, in its schema',
       sql: concurrency.slots.createTable(UNQUALIFIED_QUEUE_TABLE),
+    });
+  }
+  if (concurrency.keySlots !== undefined) {
+    entries.push({
+      table: CONCURRENCY_KEY_SLOTS_TABLE,
+      createdBy: 'a row lock subscription with concurrency.perKey, when it opens at start; beside its queue table, in its schema',
+      sql: concurrency.keySlots.createTable(UNQUALIFIED_QUEUE_TABLE),
     });
   }
   return entries;
