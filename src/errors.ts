@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'SCHEMA'
   | 'UNSUPPORTED'
   | 'SERVER_VERSION'
+  | 'DIALECT_VERSION'
   | 'CONNECTION_BUDGET'
   | 'POOL_EXHAUSTED'
   | 'ALREADY_SUBSCRIBED'
@@ -88,6 +89,25 @@ export class ServerVersionError extends QueueError {
 
   constructor(details: { found: string; required: string; message: string }) {
     super('SERVER_VERSION', details.message);
+    this.found = details.found;
+    this.required = details.required;
+  }
+}
+
+/**
+ * Fix the dialect: a service's own dialect was written for another version of the `Dialect`
+ * interface than this tablequeue implements (`DIALECT_INTERFACE_VERSION`).
+ */
+export class DialectVersionError extends QueueError {
+  /** The dialect's `label`. */
+  readonly dialect: string;
+  /** The `interfaceVersion` it declares, as given. */
+  readonly found: unknown;
+  readonly required: number;
+
+  constructor(details: { dialect: string; found: unknown; required: number; message: string }) {
+    super('DIALECT_VERSION', details.message);
+    this.dialect = details.dialect;
     this.found = details.found;
     this.required = details.required;
   }
@@ -227,8 +247,9 @@ export class TransactionEndedError extends QueueError {
 }
 
 /**
- * A statement failed in the driver. Keeps the server's error fields (SQLSTATE or errno); the
- * statement's parameters never appear in the message.
+ * A statement failed in the driver, keeping the server's error fields (SQLSTATE or errno), or a
+ * dialect could not render it (`database` is then the dialect's label). The statement's
+ * parameters never appear in the message.
  */
 export class StatementError extends QueueError {
   readonly statement: string;
@@ -244,9 +265,11 @@ export class StatementError extends QueueError {
     sqlState?: string | undefined;
     errno?: number | undefined;
     cause: unknown;
+    /** Replaces the message built from the cause. */
+    message?: string | undefined;
   }) {
     const reason = details.cause instanceof Error ? details.cause.message : String(details.cause);
-    super('STATEMENT', `statement "${details.statement}" failed on ${details.database}: ${reason}`, {
+    super('STATEMENT', details.message ?? `statement "${details.statement}" failed on ${details.database}: ${reason}`, {
       cause: details.cause,
     });
     this.statement = details.statement;

@@ -91,10 +91,40 @@ export { createNatsDestination, NatsDestination } from './outbox/nats/nats-desti
 export type { NatsDestinationOptions, NatsStreamOptions } from './outbox/nats/nats-destination.js';
 export { createRabbitMqDestination, RabbitMqDestination } from './outbox/rabbitmq/rabbitmq-destination.js';
 export type { RabbitMqDestinationOptions, RabbitMqExchangeType } from './outbox/rabbitmq/rabbitmq-destination.js';
+export { DIALECT_INTERFACE_VERSION } from './dialect/dialect.js';
+export { createDialect as builtInDialect } from './dialect/create-dialect.js';
+export { defineDialect, DIALECT_RESULT_COLUMNS } from './dialect/define-dialect.js';
+export type { DialectDefinition, DialectOverrides } from './dialect/define-dialect.js';
+export type {
+  BuiltInDialectName,
+  DeadLetterTarget,
+  Dialect,
+  DialectCapabilities,
+  DialectName,
+  FifoStatements,
+  InsertOptions,
+  InsertStatements,
+  LeaseClaim,
+  LeaseClaimOptions,
+  LeaseSettleMany,
+  LeaseSettleManyRequest,
+  LeaseStatements,
+  RowLockStatements,
+  SchemaStatements,
+  SessionStatements,
+  SettleStatements,
+  TableColumns,
+  TextCollationStatements,
+} from './dialect/dialect.js';
+export type { AdvisoryStatements, AdvisoryTake } from './dialect/advisory-statements.js';
+export type { DedupeStatements } from './dialect/dedupe-statements.js';
+export type { NotifyStatements } from './dialect/notify.js';
+export type { ParamName, Statement } from './statement.js';
 export type {
   ClaimFormName,
   ClockName,
   IsolationLevel,
+  KeyPart,
   SqliteBeginMode,
   TableDeclaration,
   TableSpec,
@@ -111,6 +141,7 @@ export {
   DeclarationError,
   DedupeContendedError,
   DestinationError,
+  DialectVersionError,
   EncodeError,
   HandlerError,
   HandlerTimeoutError,

@@ -8,6 +8,8 @@ import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statement
 import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { DEFAULT_CANCELLATIONS_TABLE } from '../dialect/cancellation-statements.js';
 import { DEFAULT_RATE_LIMITS_TABLE } from '../dialect/rate-limit-statements.js';
+import type { Dialect } from '../dialect/dialect.js';
+import { acceptServiceDialect } from '../dialect/service-dialect.js';
 import { resolveHeartbeatOptions, type HeartbeatOptions, type ResolvedHeartbeatOptions } from './heartbeat.js';
 
 export interface Logger {
@@ -83,6 +85,15 @@ export interface BrokerOptions {
    * when such a subscription opens. Default `tablequeue_rate_limits`.
    */
   rateLimitsTable?: string;
+  /**
+   * The service's own dialect, for a database that speaks one of the three protocols with
+   * differences (a fork, a proxy, an older server): `defineDialect({ basedOn, … })`, or
+   * `builtInDialect(name)` to name one. Its interface version is checked here (a
+   * `DialectVersionError`), its protocol, server version and every statement of each table the
+   * broker reads at `start()` (a `StatementError` names what it cannot render). Default: the
+   * built-in dialect of the database found at start. See docs/dialects.md.
+   */
+  dialect?: Dialect;
 }
 
 export interface ResolvedBrokerOptions {
@@ -103,6 +114,8 @@ export interface ResolvedBrokerOptions {
   readonly queueControlsTable: string;
   readonly cancellationsTable: string;
   readonly rateLimitsTable: string;
+  /** The service's own dialect, guarded; undefined: the built-in one of the database found at start. */
+  readonly dialect: Dialect | undefined;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
@@ -128,6 +141,7 @@ const OPTION_KEYS = new Set([
   'queueControlsTable',
   'cancellationsTable',
   'rateLimitsTable',
+  'dialect',
 ]);
 
 /** The error goes last, where the console prints its stack (and cause) below the line and the other fields. */
@@ -186,6 +200,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     queueControlsTable: options.queueControlsTable ?? DEFAULT_QUEUE_CONTROLS_TABLE,
     cancellationsTable: options.cancellationsTable ?? DEFAULT_CANCELLATIONS_TABLE,
     rateLimitsTable: options.rateLimitsTable ?? DEFAULT_RATE_LIMITS_TABLE,
+    dialect: options.dialect === undefined ? undefined : acceptServiceDialect(options.dialect),
   });
 }
 

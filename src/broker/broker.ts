@@ -206,7 +206,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
     let listener: NotifyListener | undefined;
     try {
       await driver.open();
-      const dialect = await openDialect(driver);
+      const dialect = await openDialect(driver, this.#options.dialect);
       const listen = listenSupportOf(this.#options, driver, dialect);
       if (listen !== undefined && this.#subscriptions.size + this.#relays.length > 0) {
         listener = new NotifyListener({

@@ -1,12 +1,15 @@
-import type { Dialect } from './dialect.js';
+import type { BuiltInDialectName, Dialect } from './dialect.js';
 import { createMysqlDialect } from './mysql/mysql-dialect.js';
 import { createPostgresDialect } from './postgres/postgres-dialect.js';
 import { createSqliteDialect } from './sqlite/sqlite-dialect.js';
 
-export type DialectChoice = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
+export type DialectChoice = BuiltInDialectName;
 
-/** The dialect for a database; MariaDB is the MySQL dialect with MariaDB's capabilities. */
-export function createDialect(name: DialectChoice): Dialect {
+/**
+ * A built-in dialect, frozen: what the broker picks for the database it finds, and what a
+ * service's own dialect extends. MariaDB's is the MySQL dialect with MariaDB's capabilities.
+ */
+export function createDialect(name: BuiltInDialectName): Dialect {
   switch (name) {
     case 'postgres':
       return createPostgresDialect();

@@ -5,7 +5,19 @@ import type { AdvisoryStatements } from './advisory-statements.js';
 import type { DedupeStatements } from './dedupe-statements.js';
 import type { NotifyStatements } from './notify.js';
 
+/**
+ * The version of the `Dialect` interface this tablequeue implements. It rises whenever a change
+ * could break a dialect written for the one before: a statement added, a parameter or result
+ * column changed, a shape of a claim or settlement changed (docs/dialects.md lists each version).
+ * A dialect declares the version it was written for; the broker refuses any other at `start()`.
+ */
+export const DIALECT_INTERFACE_VERSION = 1;
+
+/** The wire protocol a dialect's statements run on: which driver runs them, and which spelling side tables use. */
 export type DialectName = 'postgres' | 'mysql' | 'sqlite';
+
+/** The dialects tablequeue ships: MariaDB's is the MySQL one with MariaDB's capabilities. */
+export type BuiltInDialectName = 'postgres' | 'mysql' | 'mariadb' | 'sqlite';
 
 /** What a database can do; claim forms and suites branch on these, never on the database name. */
 export interface DialectCapabilities {
@@ -295,8 +307,30 @@ export interface TextCollationStatements {
   renderFix(spec: TableSpec, column: { name: string; type: string; isNullable: boolean }): string;
 }
 
+/**
+ * Every statement tablequeue runs on a queue table, grouped by concern. The built-in dialects
+ * implement it (`builtInDialect`); a service can bring its own for a database that speaks one of
+ * the three protocols with differences (a fork, a proxy, an older server), usually through
+ * `defineDialect`, which extends a built-in. Side tables (schedules, heartbeats, pauses, cancels,
+ * rate and concurrency limits, retention, the outbox relay's bookkeeping) keep the built-in
+ * spelling of `name`. A dialect that cannot render a statement for a table throws; it never
+ * renders a statement that does something else. docs/dialects.md has the contract.
+ */
 export interface Dialect {
+  /**
+   * The `DIALECT_INTERFACE_VERSION` the dialect was written for, as a number literal in its own
+   * code: the broker refuses a dialect of another version with a `DialectVersionError`.
+   */
+  readonly interfaceVersion: number;
   readonly name: DialectName;
+  /** What errors call the dialect: the built-in's name, or the service's own name for its dialect. */
+  readonly label: string;
+  /**
+   * The built-in dialect this one follows (a built-in names itself). At `start()` the broker
+   * renders every statement of each table it reads with both, and refuses a statement this
+   * dialect throws for, or renders with other parameters, where the built-in renders one.
+   */
+  readonly basedOn: BuiltInDialectName;
   readonly capabilities: DialectCapabilities;
   readonly session: SessionStatements;
   readonly rowLock: RowLockStatements;
@@ -312,6 +346,12 @@ export interface Dialect {
    * isolation levels, FIFO row lock tables at serializable on MySQL); throws `UnsupportedError` or `DeclarationError` naming the fix.
    */
   validateTable(spec: TableSpec): void;
+  /**
+   * Checks `session.serverVersion()`'s `version` against the oldest server the dialect supports
+   * and throws a `ServerVersionError` saying what is needed (the built-ins: PostgreSQL 11, MySQL
+   * 8.0.1, MariaDB 10.6, SQLite 3.35); a MySQL-family built-in also refuses the other flavour.
+   */
+  checkServerVersion(version: string): void;
   /** Wake-ups across processes; only on databases with `supportsListenNotify`. */
   readonly notify?: NotifyStatements;
 }

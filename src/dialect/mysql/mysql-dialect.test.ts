@@ -518,3 +518,15 @@ describe('checkMysqlServerVersion', () => {
     );
   });
 });
+
+describe('mysql checkServerVersion', () => {
+  it('checks the floor, and refuses the other flavour, whose capabilities differ', () => {
+    expect(() => mysql.checkServerVersion('8.0.36')).not.toThrow();
+    expect(() => mariadb.checkServerVersion('10.11.6-MariaDB')).not.toThrow();
+    expect(() => mysql.checkServerVersion('5.7.44')).toThrow(ServerVersionError);
+    expect(() => mysql.checkServerVersion('10.11.6-MariaDB')).toThrow(
+      new DeclarationError('the server is MariaDB (version "10.11.6-MariaDB"), but the dialect follows the built-in mysql one; base it on "mariadb" instead'),
+    );
+    expect(() => mariadb.checkServerVersion('8.0.36')).toThrow('the server is MySQL (version "8.0.36"), but the dialect follows the built-in mariadb one');
+  });
+});

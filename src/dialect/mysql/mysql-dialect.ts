@@ -1,4 +1,4 @@
-import { UnsupportedError } from '../../errors.js';
+import { DeclarationError, UnsupportedError } from '../../errors.js';
 import type { Statement } from '../../statement.js';
 import type { IsolationLevel, TableSpec } from '../../table/table-spec.js';
 import { mysqlCapabilities } from '../capabilities.js';
@@ -13,6 +13,7 @@ import {
 } from '../claim-clauses.js';
 import { MYSQL_CLOCK } from '../database-clock.js';
 import {
+  DIALECT_INTERFACE_VERSION,
   GROUP_GUARD_COLUMN,
   type Dialect,
   type InsertOptions,
@@ -52,7 +53,10 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
     renderStatement(style, 'session.begin', sql`START TRANSACTION`),
   ];
   return Object.freeze({
+    interfaceVersion: DIALECT_INTERFACE_VERSION,
     name: 'mysql',
+    label: database,
+    basedOn: database,
     capabilities,
     session: Object.freeze({
       // SET TRANSACTION applies to the next transaction only, so each begin names its level.
@@ -118,7 +122,21 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
       refuseFifoRowLockAtSerializable(spec, database);
       refuseSqliteBeginMode(spec, database);
     },
+    checkServerVersion: (version: string) => checkFlavour(version, database),
   });
+}
+
+/**
+ * The floor of the server's flavour, and the flavour itself: the two differ in what returns rows
+ * (capabilities), so a dialect of one on a server of the other would leave a statement unused or
+ * run one the server cannot.
+ */
+function checkFlavour(version: string, flavour: 'mysql' | 'mariadb'): void {
+  const found = checkMysqlServerVersion(version);
+  if (found.flavor === flavour) return;
+  throw new DeclarationError(
+    `the server is ${found.flavor === 'mariadb' ? 'MariaDB' : 'MySQL'} (version ${JSON.stringify(String(version))}), but the dialect follows the built-in ${flavour} one; base it on "${found.flavor}" instead`,
+  );
 }
 
 /**

@@ -14,6 +14,7 @@ import {
 } from '../claim-clauses.js';
 import { POSTGRES_CLOCK } from '../database-clock.js';
 import {
+  DIALECT_INTERFACE_VERSION,
   GROUP_GUARD_COLUMN,
   type DeadLetterTarget,
   type Dialect,
@@ -50,7 +51,10 @@ const style: SqlStyle = { ...DOUBLE_QUOTE_STYLE, clock: POSTGRES_CLOCK };
 
 export function createPostgresDialect(): Dialect {
   return Object.freeze({
+    interfaceVersion: DIALECT_INTERFACE_VERSION,
     name: 'postgres',
+    label: DATABASE,
+    basedOn: DATABASE,
     capabilities: POSTGRES_CAPABILITIES,
     session: Object.freeze({
       begin: (options?: { isolation?: IsolationLevel | undefined }): Statement[] => [renderBegin(options?.isolation)],
@@ -101,6 +105,9 @@ export function createPostgresDialect(): Dialect {
       validatePostgresIdentifiers(spec);
       if (spec.isolation !== undefined) refuseReadUncommitted(spec.isolation, `table "${spec.qualifiedName}"`);
       refuseSqliteBeginMode(spec, DATABASE);
+    },
+    checkServerVersion: (version: string) => {
+      checkPostgresServerVersion(version);
     },
     notify: createPostgresNotifyStatements(),
   });

@@ -15,7 +15,15 @@ import {
   whereAll,
 } from '../claim-clauses.js';
 import { SQLITE_CLOCK } from '../database-clock.js';
-import type { Dialect, InsertOptions, LeaseClaim, LeaseClaimOptions, LeaseSettleManyRequest, TableColumns } from '../dialect.js';
+import {
+  DIALECT_INTERFACE_VERSION,
+  type Dialect,
+  type InsertOptions,
+  type LeaseClaim,
+  type LeaseClaimOptions,
+  type LeaseSettleManyRequest,
+  type TableColumns,
+} from '../dialect.js';
 import { SQLITE_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
 import { renderPairedSettleMany } from '../lease-settle-many.js';
 import {
@@ -43,7 +51,10 @@ const BEGIN_MODE_SQL: Record<SqliteBeginMode, string> = {
 
 export function createSqliteDialect(): Dialect {
   return Object.freeze({
+    interfaceVersion: DIALECT_INTERFACE_VERSION,
     name: 'sqlite',
+    label: DATABASE,
+    basedOn: DATABASE,
     capabilities: SQLITE_CAPABILITIES,
     session: Object.freeze({
       begin: (options?: { isolation?: IsolationLevel | undefined; sqliteBegin?: SqliteBeginMode | undefined }) => [
@@ -93,6 +104,9 @@ export function createSqliteDialect(): Dialect {
     validateTable: (spec: TableSpec) => {
       if (spec.form === 'rowLock') refuseRowLock(spec);
       if (spec.isolation !== undefined) refuseIsolation(spec.isolation, `table "${spec.qualifiedName}"`);
+    },
+    checkServerVersion: (version: string) => {
+      checkSqliteVersion(version);
     },
   });
 }
