@@ -54,9 +54,15 @@ export async function createTable(stand: Stand, db: TestDatabase, table: QueueTa
   for (const sql of table.createTableSql(stand.ddlDialect)) await db.exec(sql);
 }
 
-/** A broker over the test database with quick polls, stopped by `stopAll`. */
+/** A broker over the test database with quick polls and what its stand declares, stopped by `stopAll`. */
 export function createBroker(db: TestDatabase, brokers: Broker[], options: Partial<BrokerOptions> = {}): Broker {
-  const broker = new Broker({ database: db.brokerDatabase as string, pollIntervalMs: 50, stopTimeoutMs: 5_000, ...options });
+  const broker = new Broker({
+    database: db.brokerDatabase as string,
+    pollIntervalMs: 50,
+    stopTimeoutMs: 5_000,
+    ...db.brokerOptions,
+    ...options,
+  });
   brokers.push(broker);
   return broker;
 }

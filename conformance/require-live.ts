@@ -1,6 +1,7 @@
 import { describe, it, type TestContext } from 'vitest';
 import type { Stand, StandName } from './stand.js';
 import { MARIADB_URL_VARIABLE } from './stands/mariadb-stand.js';
+import { PGBOUNCER_SESSION_URL_VARIABLE, PGBOUNCER_TRANSACTION_URL_VARIABLE } from './stands/pgbouncer-stand.js';
 import { POSTGRES_URL_VARIABLE } from './stands/postgres-stand.js';
 
 /**
@@ -15,6 +16,8 @@ export function isLiveRequired(): boolean {
 /** Where each server stand's URL comes from, for the message when it is unreachable. */
 const URL_VARIABLES: Partial<Record<StandName, string>> = {
   postgres: POSTGRES_URL_VARIABLE,
+  'pgbouncer-transaction': PGBOUNCER_TRANSACTION_URL_VARIABLE,
+  'pgbouncer-session': PGBOUNCER_SESSION_URL_VARIABLE,
   mariadb: MARIADB_URL_VARIABLE,
   mysql: 'MYSQL_URL',
 };

@@ -25,12 +25,14 @@ import { outboxDestinationsSuite } from './suites/outbox-destinations.suite.js';
 import { outboxSuite } from './suites/outbox.suite.js';
 import { keyedReplicasSuite, partitioningSuite } from './suites/partitioning.suite.js';
 import { pauseSuite } from './suites/pause.suite.js';
+import { poolerSuite } from './suites/pooler.suite.js';
 import { processSuite } from './suites/process.suite.js';
 import { retentionSuite } from './suites/retention.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
 import { rowModeSuite } from './suites/row-mode.suite.js';
 import { routesSuite } from './suites/routes.suite.js';
 import { schedulesSuite } from './suites/schedules.suite.js';
+import { serviceDialectSuite } from './suites/service-dialect.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { sideTablesSuite } from './suites/side-tables.suite.js';
@@ -52,20 +54,40 @@ export interface SuiteContext {
 }
 
 /**
+ * Registers the suite of what matters through a pooler (a PgBouncer stand): a test database per
+ * test, as for every stand, but not the whole conformance run, which the server's own stand
+ * already makes.
+ */
+export function runPoolerConformance(stand: Stand): Promise<void> {
+  return requireLive(stand, () => {
+    describe(stand.name, () => {
+      const context = suiteContextOf(stand);
+      poolerSuite(context);
+    });
+  });
+}
+
+/** The context every suite shares, with a fresh database before each test and its brokers stopped after. */
+function suiteContextOf(stand: Stand): SuiteContext {
+  const context: SuiteContext = { stand, db: undefined as unknown as TestDatabase, brokers: [] };
+  beforeEach(async () => {
+    context.db = await stand.createDatabase();
+  });
+  afterEach(async () => {
+    await stopAll(context.brokers);
+    await context.db.drop();
+  });
+  return context;
+}
+
+/**
  * Registers every suite against one stand. Suites skip by capability, never by database name.
  * An unreachable server skips the stand, or fails it when REQUIRE_LIVE=1 (as CI sets).
  */
 export function runConformance(stand: Stand): Promise<void> {
   return requireLive(stand, () => {
     describe(stand.name, () => {
-      const context: SuiteContext = { stand, db: undefined as unknown as TestDatabase, brokers: [] };
-      beforeEach(async () => {
-        context.db = await stand.createDatabase();
-      });
-      afterEach(async () => {
-        await stopAll(context.brokers);
-        await context.db.drop();
-      });
+      const context = suiteContextOf(stand);
       startupSuite(context);
       settleSuite(context);
       eventLoopSuite(context);
@@ -77,6 +99,7 @@ export function runConformance(stand: Stand): Promise<void> {
       listenSuite(context);
       processSuite(context);
       serviceSuite(context);
+      serviceDialectSuite(context);
       fifoSuite(context);
       partitioningSuite(context);
       keyedReplicasSuite(context);

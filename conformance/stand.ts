@@ -1,7 +1,15 @@
 import type { DialectCapabilities } from '../src/dialect/dialect.js';
-import type { DatabaseKind, Driver } from '../src/driver/driver.js';
+import type { DatabaseKind, Driver, PoolerMode } from '../src/driver/driver.js';
+import type { BrokerOptions } from '../src/index.js';
 
-export type StandName = 'postgres' | 'mariadb' | 'mysql' | 'sqlite-file' | 'sqlite-memory';
+export type StandName =
+  | 'postgres'
+  | 'pgbouncer-transaction'
+  | 'pgbouncer-session'
+  | 'mariadb'
+  | 'mysql'
+  | 'sqlite-file'
+  | 'sqlite-memory';
 
 /**
  * A way to get an isolated database of one kind. Each test asks for its own database (or file,
@@ -16,6 +24,8 @@ export interface Stand {
     /** Another process can open the same database (not an in-memory SQLite handle). */
     readonly supportsProcesses: boolean;
   };
+  /** The pooler the stand's URLs go through (PgBouncer's pool_mode); undefined for a server itself. */
+  readonly pooler?: PoolerMode;
   /**
    * Whether the server answers. When it does not, the suite skips this stand, or fails when
    * `REQUIRE_LIVE=1` is set.
@@ -29,6 +39,8 @@ export interface TestDatabase {
   readonly brokerDatabase: unknown;
   /** A URL another process can open; undefined when the database lives in this process only. */
   readonly url: string | undefined;
+  /** What every broker of the stand declares beside `database` (a pooler, the LISTEN connection's URL). */
+  readonly brokerOptions?: Pick<BrokerOptions, 'pooler' | 'listen'>;
   /** Runs statements with no result (DDL) on an admin connection. */
   exec(sql: string): Promise<void>;
   /** Runs one query on an admin connection with positional parameters (`$1` on Postgres, `?` elsewhere). */

@@ -10,9 +10,33 @@ describe('the listen option', () => {
     expect(resolveBrokerOptions({ database: 'postgres://db/app', listen: false }).listen).toBe(false);
   });
 
-  it('refuses anything but a boolean', () => {
+  it('refuses anything but a boolean or { url }', () => {
     expect(() => resolveBrokerOptions({ database: 'postgres://db/app', listen: 'yes' as unknown as boolean })).toThrow(
-      new DeclarationError('new Broker: listen must be true or false, got yes'),
+      new DeclarationError("new Broker: listen must be true, false or { url: 'postgres://…' } (the LISTEN connection's own URL), got yes"),
+    );
+    expect(() => resolveBrokerOptions({ database: 'postgres://db/app', listen: { url: 'x', also: 1 } as unknown as { url: string } })).toThrow(
+      new DeclarationError(
+        `new Broker: listen must be true, false or { url: 'postgres://…' } (the LISTEN connection's own URL), got an object with ["url","also"]`,
+      ),
+    );
+  });
+
+  it('turns on with { url }, which must be a postgres:// URL', () => {
+    const resolved = resolveBrokerOptions({ database: 'postgres://bouncer:6432/app', listen: { url: 'postgres://db:5432/app' } });
+    expect(resolved).toMatchObject({ listen: true, listenUrl: 'postgres://db:5432/app' });
+    expect(() => resolveBrokerOptions({ database: 'postgres://db/app', listen: { url: 'mysql://db/app' } })).toThrow(
+      new DeclarationError('new Broker: listen.url must be a postgres:// URL: LISTEN/NOTIFY is PostgreSQL-only'),
+    );
+    expect(() => resolveBrokerOptions({ database: 'postgres://db/app', listen: { url: 'db:5432' } })).toThrow(/^new Broker: listen\.url: the database URL/);
+  });
+});
+
+describe('the pooler option', () => {
+  it("takes 'transaction' or 'session', PgBouncer's pool modes", () => {
+    expect(resolveBrokerOptions({ database: 'postgres://db/app', pooler: 'transaction' }).pooler).toBe('transaction');
+    expect(resolveBrokerOptions({ database: 'postgres://db/app' }).pooler).toBeUndefined();
+    expect(() => resolveBrokerOptions({ database: 'postgres://db/app', pooler: 'statement' as 'session' })).toThrow(
+      new DeclarationError("new Broker: pooler must be 'transaction' or 'session' (PgBouncer's pool_mode), got statement"),
     );
   });
 });

@@ -1,6 +1,8 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
 import { DEFAULT_ACQUIRE_TIMEOUT_MS } from '../driver/pool-gate.js';
+import { parseDatabaseUrl } from '../driver/database-url.js';
+import type { PoolerMode } from '../driver/driver.js';
 import { MAX_LEASE_MS, positiveMilliseconds } from '../option-checks.js';
 import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { parseQualifiedName } from '../table/identifier.js';
@@ -51,9 +53,18 @@ export interface BrokerOptions {
    * Postgres LISTEN/NOTIFY wake-ups across processes: every publish notifies the table's channel,
    * and one connection beside the pool listens for the subscribed tables. Default: on when the
    * broker opens the pool from a postgres:// URL, off for a pool the service passes in.
-   * Postgres only: `true` elsewhere fails `start()` with an `UnsupportedError`.
+   * `{ url }` turns it on with the listening connection opened on that URL instead of the pool's:
+   * the server itself (or a session pooler) where the pool goes through a transaction pooler, which
+   * does not keep a LISTEN. Postgres only: on elsewhere fails `start()` with an `UnsupportedError`.
    */
-  listen?: boolean;
+  listen?: boolean | { url: string };
+  /**
+   * PostgreSQL through a pooler (PgBouncer's `pool_mode`). `'transaction'`: each transaction may
+   * run on another server session, so statements run unnamed, the advisory lock form is refused
+   * and `listen` needs a URL of its own. `'session'`: sessions last, nothing changes. Undeclared,
+   * `start()` looks for a pooler and refuses a transaction pooler it finds, asking for this option.
+   */
+  pooler?: PoolerMode;
   /**
    * Opt-in: write a row about this broker (host, pid, subscriptions and their stats) to a heartbeat
    * table every `intervalMs`, deleted on stop, for `tablequeue dashboard`. The table is created if missing.
@@ -108,6 +119,9 @@ export interface ResolvedBrokerOptions {
   readonly maxPayloadBytes: number;
   /** Undefined: the default, decided at start by the database. */
   readonly listen: boolean | undefined;
+  /** Where the LISTEN session connects instead of the pool's settings (`listen: { url }`). */
+  readonly listenUrl: string | undefined;
+  readonly pooler: PoolerMode | undefined;
   readonly heartbeat: ResolvedHeartbeatOptions | undefined;
   readonly schedulesTable: string;
   readonly dedupeWindowsTable: string;
@@ -135,6 +149,7 @@ const OPTION_KEYS = new Set([
   'logger',
   'maxPayloadBytes',
   'listen',
+  'pooler',
   'heartbeat',
   'schedulesTable',
   'dedupeWindowsTable',
@@ -180,8 +195,11 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
   if (options.queueControlsTable !== undefined) parseQualifiedName(options.queueControlsTable, `${WHERE}: queueControlsTable`);
   if (options.cancellationsTable !== undefined) parseQualifiedName(options.cancellationsTable, `${WHERE}: cancellationsTable`);
   if (options.rateLimitsTable !== undefined) parseQualifiedName(options.rateLimitsTable, `${WHERE}: rateLimitsTable`);
-  if (options.listen !== undefined && typeof options.listen !== 'boolean') {
-    throw new DeclarationError(`new Broker: listen must be true or false, got ${String(options.listen)}`);
+  const listenUrl = resolveListenUrl(options.listen);
+  if (options.pooler !== undefined && options.pooler !== 'transaction' && options.pooler !== 'session') {
+    throw new DeclarationError(
+      `new Broker: pooler must be 'transaction' or 'session' (PgBouncer's pool_mode), got ${String(options.pooler)}`,
+    );
   }
   return Object.freeze({
     database: options.database,
@@ -193,7 +211,9 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     acquireTimeoutMs: positiveMilliseconds(options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS, 'acquireTimeoutMs', WHERE),
     logger: options.logger ?? consoleLogger,
     maxPayloadBytes: positiveWhole(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
-    listen: options.listen,
+    listen: listenUrl === undefined ? (options.listen as boolean | undefined) : true,
+    listenUrl,
+    pooler: options.pooler,
     heartbeat: resolveHeartbeatOptions(options.heartbeat),
     schedulesTable: options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE,
     dedupeWindowsTable: options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
@@ -202,6 +222,30 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     rateLimitsTable: options.rateLimitsTable ?? DEFAULT_RATE_LIMITS_TABLE,
     dialect: options.dialect === undefined ? undefined : acceptServiceDialect(options.dialect),
   });
+}
+
+function resolveListenUrl(listen: BrokerOptions['listen']): string | undefined {
+  if (listen === undefined || typeof listen === 'boolean') return undefined;
+  const keys = listen === null || typeof listen !== 'object' ? undefined : Object.keys(listen);
+  if (keys === undefined || keys.length !== 1 || typeof listen.url !== 'string') {
+    throw new DeclarationError(
+      `new Broker: listen must be true, false or { url: 'postgres://…' } (the LISTEN connection's own URL), got ${describeListen(listen)}`,
+    );
+  }
+  let kind: string;
+  try {
+    kind = parseDatabaseUrl(listen.url).kind;
+  } catch (error) {
+    throw new DeclarationError(`new Broker: listen.url: ${(error as Error).message}`);
+  }
+  if (kind !== 'postgres') {
+    throw new DeclarationError('new Broker: listen.url must be a postgres:// URL: LISTEN/NOTIFY is PostgreSQL-only');
+  }
+  return listen.url;
+}
+
+function describeListen(listen: unknown): string {
+  return listen !== null && typeof listen === 'object' ? `an object with ${JSON.stringify(Object.keys(listen))}` : String(listen);
 }
 
 function positiveWhole(value: unknown, name: string): number {

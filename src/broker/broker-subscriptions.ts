@@ -80,10 +80,12 @@ export async function openSubscriptions(
   runtime: Omit<SubscriptionRuntime, 'cancelStatements' | 'createContext' | 'openThreads'> & {
     /** The broker's `database` option: threads need a URL to open pools of their own. */
     readonly database: ResolvedBrokerOptions['database'];
+    /** The broker's `pooler` option, which the threads' pools declare as the broker's does. */
+    readonly pooler: ResolvedBrokerOptions['pooler'];
     readonly publish: HandlerContext['publish'];
   },
 ): Promise<void> {
-  const { database, publish, ...shared } = runtime;
+  const { database, pooler, publish, ...shared } = runtime;
   const { driver } = shared;
   let cancelling: Promise<void> | undefined;
   const cancelStatements = (): Promise<void> => (cancelling ??= driver.cancelRunning().finally(() => (cancelling = undefined)));
@@ -98,7 +100,7 @@ export async function openSubscriptions(
         `subscription "${request.subscription}": onThreads needs the broker's database as a URL, since each thread opens its own pool`,
       );
     }
-    return ThreadHost.start({ request, database, publish });
+    return ThreadHost.start({ request, database, pooler, publish });
   };
   for (const subscription of subscriptions) await subscription.open({ ...shared, cancelStatements, createContext, openThreads });
 }

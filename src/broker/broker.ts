@@ -31,6 +31,7 @@ import { BrokerSchedules } from './broker-schedules.js';
 import { BrokerRetention } from './broker-retention.js';
 import { closeBrokerPool } from './broker-pool-close.js';
 import { listenSupportOf } from './broker-listen.js';
+import { checkPooler } from './broker-pooler.js';
 import { openControlRead, type BrokerControlRead, type ControlReadTestHooks } from './broker-control-read.js';
 import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
 import { Observability } from '../observability/observability.js';
@@ -201,12 +202,17 @@ export class Broker extends EventEmitter<BrokerEvents> {
     const driver = createDriver(this.#options.database, {
       poolSize: this.#options.poolSize,
       acquireTimeoutMs: this.#options.acquireTimeoutMs,
+      pooler: this.#options.pooler,
     });
     this.#driver = driver;
     let listener: NotifyListener | undefined;
     try {
       await driver.open();
       const dialect = await openDialect(driver, this.#options.dialect);
+      checkPooler(this.#options, driver, [
+        ...[...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
+        ...this.#relays.map((relay) => relay.outbox.spec),
+      ]);
       const listen = listenSupportOf(this.#options, driver, dialect);
       if (listen !== undefined && this.#subscriptions.size + this.#relays.length > 0) {
         listener = new NotifyListener({
@@ -270,6 +276,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
         onError: (error, detail) => this.#reportError(error, detail),
         onWarning: (message) => this.#reportWarning(message),
         database: this.#options.database,
+        pooler: this.#options.pooler,
         publish: (queue, payload, options) => this.publish(queue, payload, options),
         observability: this.#observability,
         events: this.#lifecycleEvents,

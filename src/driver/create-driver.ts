@@ -2,7 +2,7 @@ import { DeclarationError } from '../errors.js';
 import { BetterSqlite3Driver } from './better-sqlite3/better-sqlite3-driver.js';
 import { isBetterSqlite3DatabaseLike } from './better-sqlite3/better-sqlite3-like.js';
 import { parseDatabaseUrl } from './database-url.js';
-import type { Driver } from './driver.js';
+import type { Driver, PoolerMode } from './driver.js';
 import { Mysql2Driver } from './mysql2/mysql2-driver.js';
 import { isMysql2PoolLike } from './mysql2/mysql2-like.js';
 import { PgDriver } from './pg/pg-driver.js';
@@ -13,6 +13,8 @@ export interface CreateDriverOptions {
   readonly poolSize?: number | undefined;
   /** How long an acquire waits for a connection before a `PoolExhaustedError`. */
   readonly acquireTimeoutMs?: number | undefined;
+  /** PostgreSQL: the pooler between the pool and the server, as the broker's `pooler` option declares it. */
+  readonly pooler?: PoolerMode | undefined;
 }
 
 export const DEFAULT_POOL_SIZE = 10;
@@ -26,17 +28,19 @@ export function createDriver(database: string | object, options: CreateDriverOpt
   if (typeof database === 'string') {
     const url = parseDatabaseUrl(database);
     const poolSize = resolvePoolSize(options.poolSize);
-    const { acquireTimeoutMs } = options;
+    const { acquireTimeoutMs, pooler } = options;
     switch (url.kind) {
       case 'postgres':
-        return new PgDriver({ url, poolSize, acquireTimeoutMs });
+        return new PgDriver({ url, poolSize, acquireTimeoutMs, pooler });
       case 'mysql':
         return new Mysql2Driver({ url, poolSize, acquireTimeoutMs });
       case 'sqlite':
         return new BetterSqlite3Driver({ url });
     }
   }
-  if (isPgPoolLike(database)) return new PgDriver({ pool: database, acquireTimeoutMs: options.acquireTimeoutMs });
+  if (isPgPoolLike(database)) {
+    return new PgDriver({ pool: database, acquireTimeoutMs: options.acquireTimeoutMs, pooler: options.pooler });
+  }
   if (isMysql2PoolLike(database)) return new Mysql2Driver({ pool: database, acquireTimeoutMs: options.acquireTimeoutMs });
   if (isBetterSqlite3DatabaseLike(database)) return new BetterSqlite3Driver({ database });
   throw new DeclarationError(

@@ -3,6 +3,24 @@ import type { AcquireOptions } from './pool-gate.js';
 
 export type DatabaseKind = 'postgres' | 'mysql' | 'sqlite';
 
+/**
+ * A pooler between a PostgreSQL pool and its server (PgBouncer's `pool_mode`): `transaction` hands
+ * each transaction whichever server session is free, so nothing a session holds outlasts a
+ * transaction; `session` keeps one server session per client connection, as a direct one does.
+ */
+export type PoolerMode = 'transaction' | 'session';
+
+/** What a Postgres driver knows, once open, of a pooler between its pool and the server. */
+export interface PoolerFinding {
+  /** The mode the options declared; undefined when they declared none. */
+  readonly declared: PoolerMode | undefined;
+  /**
+   * What `open()` saw: `none` when the sessions are the server's own, else the pooler's mode.
+   * Undefined when it did not look, since `transaction` was declared.
+   */
+  readonly found: PoolerMode | 'none' | undefined;
+}
+
 export interface QueryResult {
   /** Rows as plain objects keyed by column name; empty for statements that return none. */
   readonly rows: Record<string, unknown>[];
@@ -78,6 +96,11 @@ export interface Driver {
    * Undefined elsewhere, and before an in-memory database is open.
    */
   readonly databaseIdentity?: unknown;
+  /**
+   * Postgres, once open: the pooler declared and found (see `PoolerFinding`); undefined elsewhere
+   * and before `open()`.
+   */
+  readonly pooler?: PoolerFinding | undefined;
   /** Connects, checks the server answers; throws `ConnectionError` naming the host. */
   open(): Promise<void>;
   /**
@@ -125,7 +148,8 @@ export interface Driver {
   close(): Promise<void>;
   /**
    * Postgres only: opens a notification session with the pool's own connection settings (the
-   * URL, or the service pool's options). Fails with a `ConnectionError` naming the host.
+   * URL, or the service pool's options), or on `url` when given (the server itself, where the pool
+   * goes through a transaction pooler). Fails with a `ConnectionError` naming the host.
    */
-  openNotificationClient?(handlers: NotificationHandlers): Promise<NotificationClient>;
+  openNotificationClient?(handlers: NotificationHandlers, url?: string): Promise<NotificationClient>;
 }

@@ -7,6 +7,7 @@ import type {
   Driver,
   NotificationClient,
   NotificationHandlers,
+  PoolerFinding,
   PoolStats,
   QueryResult,
 } from './driver.js';
@@ -42,11 +43,13 @@ export interface ClientAdapter {
   readonly hasPool: boolean;
   /** What the pool says about itself now; `held` is what this driver holds, for a pool that cannot tell. */
   counts(held: number): PoolCounts;
+  /** Postgres, once open: see `Driver.pooler`. */
+  readonly pooler?: PoolerFinding | undefined;
   /**
    * Opens the pool the driver owns, then checks the server answers, running its probe through
-   * `execute`; a failure closes a pool it opened and throws a `ConnectionError`.
+   * `execute` or on a session from `lend`; a failure closes a pool it opened and throws a `ConnectionError`.
    */
-  open(execute: (statement: BoundStatement) => Promise<QueryResult>): Promise<void>;
+  open(execute: (statement: BoundStatement) => Promise<QueryResult>, lend: () => Promise<LentSession>): Promise<void>;
   /** Takes a session from the pool; `onEnded` runs once, when its loan ends. */
   lend(ledger: PoolLedger, onEnded: () => void): Promise<LentSession>;
   /** The service's own connection (a `tx`), as `Driver.adopt` describes. */
@@ -55,7 +58,7 @@ export interface ClientAdapter {
   cancel(sessionIds: readonly number[]): Promise<void>;
   /** Refuses waiting lenders, and ends the pool when the driver opened it. */
   close(): Promise<void>;
-  openNotificationClient?(handlers: NotificationHandlers): Promise<NotificationClient>;
+  openNotificationClient?(handlers: NotificationHandlers, url?: string): Promise<NotificationClient>;
 }
 
 /**
@@ -70,7 +73,7 @@ export class RuntimeDriver implements Driver {
   /** Connections lent and not yet ended, for `cancelRunning` and `close`. */
   readonly #lent = new Set<LentSession>();
   #isClosed = false;
-  readonly openNotificationClient?: (handlers: NotificationHandlers) => Promise<NotificationClient>;
+  readonly openNotificationClient?: (handlers: NotificationHandlers, url?: string) => Promise<NotificationClient>;
 
   constructor(adapter: ClientAdapter, options: { readonly acquireTimeoutMs?: number | undefined } = {}) {
     this.#adapter = adapter;
@@ -78,9 +81,9 @@ export class RuntimeDriver implements Driver {
     this.#gate = adapter.isGated ? poolGateFor(adapter.poolIdentity, () => adapter.counts(this.#ledger.held).size) : undefined;
     const openNotificationClient = adapter.openNotificationClient?.bind(adapter);
     if (openNotificationClient !== undefined) {
-      this.openNotificationClient = (handlers) => {
+      this.openNotificationClient = (handlers, url) => {
         this.#refuseWhenClosed();
-        return openNotificationClient(handlers);
+        return openNotificationClient(handlers, url);
       };
     }
   }
@@ -105,9 +108,16 @@ export class RuntimeDriver implements Driver {
     return this.#adapter.databaseIdentity;
   }
 
+  get pooler(): PoolerFinding | undefined {
+    return this.#adapter.pooler;
+  }
+
   async open(): Promise<void> {
     this.#refuseWhenClosed();
-    await this.#adapter.open((statement) => this.execute(statement));
+    await this.#adapter.open(
+      (statement) => this.execute(statement),
+      () => this.#lend(),
+    );
   }
 
   acquire(options?: AcquireOptions): Promise<Connection> {

@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   let driver: Driver;
   try {
     handler = await loadHandler();
-    driver = createDriver(setup.database, { poolSize: setup.connections });
+    driver = createDriver(setup.database, { poolSize: setup.connections, pooler: setup.pooler });
     await driver.open();
   } catch (error) {
     send({ type: 'startFailed', error: serializeError(error) });

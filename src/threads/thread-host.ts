@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Queue, QueueTable } from '../definition/define-table.js';
 import type { Message } from '../delivery/message.js';
+import type { PoolerMode } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
 import type { PublishOptions } from '../publish/publish-options.js';
 import type { ThreadInvoker, ThreadRequest } from '../subscription/subscription.js';
@@ -19,6 +20,8 @@ export interface ThreadHostOptions {
   readonly request: ThreadRequest;
   /** The broker's database URL: each thread opens its own pool on it. */
   readonly database: string;
+  /** The broker's `pooler` option: each thread's pool declares it too. */
+  readonly pooler: PoolerMode | undefined;
   readonly publish: (queue: Queue<unknown>, payload: unknown, options: PublishOptions) => Promise<string>;
 }
 
@@ -49,6 +52,7 @@ export class ThreadHost implements ThreadInvoker {
       module: request.options.module,
       exportName: request.options.export,
       database: options.database,
+      pooler: options.pooler,
       connections: request.options.connections,
       isBatch: request.isBatch,
       subscription: request.subscription,

@@ -1,4 +1,5 @@
 import type { Message } from '../delivery/message.js';
+import type { PoolerMode } from '../driver/driver.js';
 import type { PublishOptions } from '../publish/publish-options.js';
 import type { TableSpec } from '../table/table-spec.js';
 
@@ -8,6 +9,8 @@ export interface ThreadSetup {
   readonly exportName: string;
   /** The database URL; the thread opens its own small pool on it. */
   readonly database: string;
+  /** The broker's `pooler` option. */
+  readonly pooler: PoolerMode | undefined;
   readonly connections: number;
   readonly isBatch: boolean;
   readonly subscription: string;

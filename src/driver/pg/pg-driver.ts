@@ -1,10 +1,19 @@
 import { createHash } from 'node:crypto';
+import { connect as connectSocket } from 'node:net';
 import { ConnectionError, DeclarationError, StatementError } from '../../errors.js';
 import type { BoundStatement } from '../../statement.js';
 import { loadClientLibrary } from '../client-library.js';
 import { ConnectionLoan, LEAVE_TO_OWNER } from '../connection-loan.js';
 import type { PostgresUrl } from '../database-url.js';
-import type { Connection, DatabaseKind, NotificationClient, NotificationHandlers, QueryResult } from '../driver.js';
+import type {
+  Connection,
+  DatabaseKind,
+  NotificationClient,
+  NotificationHandlers,
+  PoolerFinding,
+  PoolerMode,
+  QueryResult,
+} from '../driver.js';
 import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
 import { connectionErrorOf, RuntimeDriver, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
@@ -22,7 +31,7 @@ import {
 export type PgDriverOptions = (
   | { readonly url: PostgresUrl; readonly poolSize: number }
   | { readonly pool: PgPoolLike }
-) & { readonly acquireTimeoutMs?: number | undefined };
+) & { readonly acquireTimeoutMs?: number | undefined; readonly pooler?: PoolerMode | undefined };
 
 const DATABASE: DatabaseKind = 'postgres';
 const DEFAULT_PORT = 5432;
@@ -30,6 +39,16 @@ const DEFAULT_PORT = 5432;
 const PG_DEFAULT_MAX = 10;
 /** Statements with their own server-side name per connection; later ones run unnamed. */
 const MAX_NAMED_STATEMENTS = 500;
+/*
+ * Behind a transaction pooler every statement runs unnamed. A named one is parsed on the server
+ * session of its first run and, from then on, only bound by name, on whichever session the pooler
+ * hands out next: there it does not exist (26000), or another client's first run left one of that
+ * name (42P05). PgBouncer 1.21 tracks protocol-level names across its sessions, but only with
+ * max_prepared_statements above 0, which became the default (200) in 1.24; Debian 12 ships 1.18,
+ * and nothing a client sees tells whether the pooler in front tracks names. An unnamed statement
+ * costs the server a parse and plan per run and no extra round trip: it is the one that works on
+ * every pooler.
+ */
 /** Given to failures the client reports without a server SQLSTATE: the session is gone or unknown. */
 const CONNECTION_FAILURE = '08006';
 /** The only statement kinds `PREPARE` accepts; others (transaction control) cannot be checked unrun. */
@@ -38,13 +57,41 @@ const PREPARABLE = /^\s*(select|insert|update|delete|merge|values|with|table)\b/
  * The driver's protocol (ARCHITECTURE.md, Boundaries): the probe `open` runs, the
  * check of a statement without running it, and `cancelRunning`, which runs on a session of its
  * own since the pool's may all be taken by the statements to cancel.
+ *
+ * The probe reads the server session's process id. PostgreSQL names the same id in the cancel key
+ * it gives a session; a pooler gives its clients keys of its own (PgBouncer's are random), so a
+ * different one means a pooler between the pool and the server. Its mode is then told by a
+ * second session that holds a transaction open (`BEGIN`, the id again) while the first asks once
+ * more: a transaction pooler hands the second session the server session the first just used
+ * (PgBouncer reuses the last one freed) or the first another one; a session pooler, like the
+ * server, never does either. The probe runs unnamed: a named statement would stay behind on the
+ * pooler's server session.
  */
-const PROBE: BoundStatement = Object.freeze({ name: 'driver.open', sql: 'SELECT 1', values: [] });
-const prepareSql = (name: string, sql: string): string => `PREPARE ${name} AS ${sql}`;
-const deallocateSql = (name: string): string => `DEALLOCATE ${name}`;
+const PROBE_NAME = 'driver.open';
+/**
+ * Other clients of the pooler may take the freed server session first: with eight clients busy on
+ * the same PgBouncer pool, one round missed a transaction pooler 6 times in 100, three rounds 0 in
+ * 300. A miss is the only error (a session pooler never looks like a transaction pooler), so a
+ * pooler that keeps sessions through three rounds is taken to be one; declaring the mode removes
+ * the doubt.
+ */
+const POOLER_PROBE_ROUNDS = 3;
+const SERVER_SESSION_SQL = 'SELECT pg_backend_pid() AS pid';
+const BEGIN_SQL = 'BEGIN';
+const ROLLBACK_SQL = 'ROLLBACK';
+/** One message, so a transaction pooler runs both on one server session and nothing is left behind. */
+const checkSql = (name: string, sql: string): string => `PREPARE ${name} AS ${sql}; DEALLOCATE ${name}`;
 const CANCEL_BACKEND_SQL = 'SELECT pg_cancel_backend($1)';
-/** How long the cancelling session may take to connect before the cancel is given up. */
-const CANCEL_CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * Behind a pooler the process id a client knows is the pooler's, which pg_cancel_backend cannot
+ * use; the protocol's CancelRequest (length 16, this code, the client's process id and secret key,
+ * on a connection of its own) reaches the pooler, which passes it to the server session running
+ * the client's statement. node-postgres sends its own cancels the same way, without TLS.
+ */
+const CANCEL_REQUEST_CODE = 80_877_102;
+const CANCEL_REQUEST_LENGTH = 16;
+/** How long the cancelling session, or the probe's second one, may take to connect before it is given up. */
+const SIDE_SESSION_CONNECT_TIMEOUT_MS = 5_000;
 /** How the notification session shows in pg_stat_activity when the settings name no application. */
 const LISTENER_APPLICATION_NAME = 'tablequeue-listener';
 /**
@@ -57,8 +104,8 @@ const LISTENER_KEEPALIVE_DELAY_MS = 10_000;
 
 /**
  * Runs statements on a node-postgres pool. Each statement is a named prepared statement (named by
- * a hash of its text), so the server parses it once per connection. BIGINT comes back as a
- * string; timestamptz as a `Date`.
+ * a hash of its text), so the server parses it once per connection, except behind a transaction
+ * pooler, where all run unnamed. BIGINT comes back as a string; timestamptz as a `Date`.
  */
 export class PgDriver extends RuntimeDriver {
   constructor(options: PgDriverOptions) {
@@ -77,6 +124,9 @@ class PgAdapter implements ClientAdapter {
   readonly #address: { readonly host: string; readonly port: number };
   readonly #statementNames = new StatementNames();
   #pool: PgPoolLike | undefined;
+  #pooler: PoolerFinding | undefined;
+  /** What a cancel behind a pooler needs of each lent session: its cancel key. */
+  readonly #lent = new Set<PgConnection>();
 
   constructor(options: PgDriverOptions) {
     this.#options = Object.freeze({ ...options });
@@ -91,11 +141,17 @@ class PgAdapter implements ClientAdapter {
     return this.#pool !== undefined;
   }
 
-  async open(execute: (statement: BoundStatement) => Promise<QueryResult>): Promise<void> {
+  get pooler(): PoolerFinding | undefined {
+    return this.#pooler;
+  }
+
+  async open(_execute: unknown, lend: () => Promise<LentSession>): Promise<void> {
     const options = this.#options;
     const pool = 'pool' in options ? options.pool : (this.#pool ?? (await this.#openPool(options)));
     try {
-      await execute(PROBE);
+      const pooler = await this.#findPooler(lend);
+      this.#statementNames.isNaming = pooler.declared !== 'transaction' && pooler.found !== 'transaction';
+      this.#pooler = pooler;
     } catch (error) {
       if (this.ownsPool) {
         this.#pool = undefined;
@@ -112,7 +168,16 @@ class PgAdapter implements ClientAdapter {
     } catch (error) {
       throw connectionErrorOf('postgres', this.#address, error);
     }
-    return new PgConnection(client, { ledger, statementNames: this.#statementNames, onEnded });
+    const connection: PgConnection = new PgConnection(client, {
+      ledger,
+      statementNames: this.#statementNames,
+      onEnded: () => {
+        this.#lent.delete(connection);
+        onEnded();
+      },
+    });
+    this.#lent.add(connection);
+    return connection;
   }
 
   adopt(connection: unknown): Connection {
@@ -133,10 +198,14 @@ class PgAdapter implements ClientAdapter {
   }
 
   async cancel(processIds: readonly number[]): Promise<void> {
+    if (this.#pooler?.found !== 'none') {
+      await this.#cancelThroughPooler(processIds);
+      return;
+    }
     const { Client, settings } = await this.#clientSettings();
     const client = new Client({
       ...settings,
-      connectionTimeoutMillis: settings.connectionTimeoutMillis ?? CANCEL_CONNECT_TIMEOUT_MS,
+      connectionTimeoutMillis: settings.connectionTimeoutMillis ?? SIDE_SESSION_CONNECT_TIMEOUT_MS,
     });
     client.on('error', () => undefined);
     try {
@@ -149,14 +218,27 @@ class PgAdapter implements ClientAdapter {
     }
   }
 
+  async #cancelThroughPooler(processIds: readonly number[]): Promise<void> {
+    const wanted = new Set(processIds);
+    const keys = [...this.#lent].flatMap((connection) => {
+      const key = connection.cancelKey;
+      return key !== undefined && wanted.has(key.processId) ? [key] : [];
+    });
+    try {
+      await Promise.all(keys.map((key) => sendCancelRequest(this.#address, key)));
+    } catch (error) {
+      throw connectionErrorOf('postgres', this.#address, error);
+    }
+  }
+
   async close(): Promise<void> {
     const pool = this.#pool;
     this.#pool = undefined;
     if (this.ownsPool && pool !== undefined) await pool.end();
   }
 
-  async openNotificationClient(handlers: NotificationHandlers): Promise<NotificationClient> {
-    const { Client, settings } = await this.#clientSettings();
+  async openNotificationClient(handlers: NotificationHandlers, url?: string): Promise<NotificationClient> {
+    const { Client, settings } = await this.#clientSettings(url);
     const client = new Client({
       ...settings,
       fallback_application_name: settings.fallback_application_name ?? LISTENER_APPLICATION_NAME,
@@ -170,15 +252,57 @@ class PgAdapter implements ClientAdapter {
     try {
       await session.connect();
     } catch (error) {
-      throw connectionErrorOf('postgres', this.#address, error);
+      throw connectionErrorOf('postgres', url === undefined ? this.#address : addressOf({ connectionString: url }), error);
     }
     return session;
   }
 
-  /** The settings of a session of its own beside the pool (a cancel, the LISTEN session). */
-  async #clientSettings(): Promise<{ Client: PgClientClassLike; settings: PgClientConfigLike }> {
+  /** The probe (see SERVER_SESSION_SQL) on a session of the pool; a declared transaction pooler is taken at its word. */
+  async #findPooler(lend: () => Promise<LentSession>): Promise<PoolerFinding> {
+    const declared = this.#options.pooler;
+    const connection = (await lend()) as PgConnection;
+    try {
+      const serverSession = await connection.serverSession();
+      if (declared === 'transaction') return { declared, found: undefined };
+      if (connection.clientSession === serverSession) return { declared, found: 'none' };
+      return { declared, found: await this.#poolerMode(connection, serverSession) };
+    } finally {
+      connection.release();
+    }
+  }
+
+  async #poolerMode(connection: PgConnection, serverSession: number): Promise<PoolerMode> {
+    const { Client, settings } = await this.#clientSettings();
+    const other = new Client({
+      ...settings,
+      connectionTimeoutMillis: settings.connectionTimeoutMillis ?? SIDE_SESSION_CONNECT_TIMEOUT_MS,
+    });
+    other.on('error', () => undefined);
+    try {
+      await other.connect();
+      let first = serverSession;
+      for (let round = 1; round <= POOLER_PROBE_ROUNDS; round += 1) {
+        if (round > 1) first = await connection.serverSession();
+        await other.query({ text: BEGIN_SQL });
+        const held = Number((await other.query({ text: SERVER_SESSION_SQL })).rows[0]?.['pid']);
+        const again = await connection.serverSession();
+        await other.query({ text: ROLLBACK_SQL });
+        if (held === first || again !== first) return 'transaction';
+      }
+      return 'session';
+    } finally {
+      await other.end().catch(() => undefined);
+    }
+  }
+
+  /** The settings of a session of its own beside the pool (a cancel, the probe's second session, the LISTEN session). */
+  async #clientSettings(url?: string): Promise<{ Client: PgClientClassLike; settings: PgClientConfigLike }> {
     const options = this.#options;
     const loadPg = () => loadClientLibrary<PgModuleLike>('pg', () => import('pg'));
+    if (url !== undefined) {
+      const Client = 'pool' in options ? (options.pool.Client ?? (await loadPg()).Client) : (await loadPg()).Client;
+      return { Client, settings: { connectionString: url } };
+    }
     if ('url' in options) return { Client: (await loadPg()).Client, settings: { connectionString: options.url.connectionString } };
     // A pg.Pool keeps the Client class it was built with: the service's own copy of pg.
     return { Client: options.pool.Client ?? (await loadPg()).Client, settings: options.pool.options ?? {} };
@@ -233,6 +357,23 @@ class PgConnection implements LentSession {
     return this.#loan.isRunning ? (this.#client.processID ?? undefined) : undefined;
   }
 
+  /** The process id the session's cancel key names: the server's own, unless a pooler keys its clients. */
+  get clientSession(): number | undefined {
+    return this.#client.processID ?? undefined;
+  }
+
+  /** The session's cancel key, as the server or the pooler gave it at connect. */
+  get cancelKey(): { processId: number; secretKey: number } | undefined {
+    const { processID, secretKey } = this.#client;
+    return typeof processID === 'number' && typeof secretKey === 'number' ? { processId: processID, secretKey } : undefined;
+  }
+
+  /** The process id of the server session that runs this statement (the probe, unnamed). */
+  async serverSession(): Promise<number> {
+    const result = await this.#loan.run(PROBE_NAME, () => this.#client.query({ text: SERVER_SESSION_SQL }));
+    return Number(result.rows[0]?.['pid']);
+  }
+
   execute(statement: BoundStatement): Promise<QueryResult> {
     return this.run(statement);
   }
@@ -255,9 +396,7 @@ class PgConnection implements LentSession {
     if (!PREPARABLE.test(statement.sql)) return;
     await this.#loan.run(statement.name, async () => {
       // Postgres infers each parameter's type from its context, as it does for the real run.
-      const name = this.#statementNames.nextCheckName();
-      await this.#client.query({ text: prepareSql(name, statement.sql) });
-      await this.#client.query({ text: deallocateSql(name) });
+      await this.#client.query({ text: checkSql(this.#statementNames.nextCheckName(), statement.sql) });
     });
   }
 
@@ -321,6 +460,8 @@ class PgNotificationSession implements NotificationClient {
 class StatementNames {
   readonly #names = new Map<string, string>();
   #checkCount = 0;
+  /** Off behind a transaction pooler (see MAX_NAMED_STATEMENTS); decided at open, before any statement. */
+  isNaming = true;
 
   /** A name for a one-off `PREPARE`, unique in this driver so two checks on one client never collide. */
   nextCheckName(): string {
@@ -328,14 +469,43 @@ class StatementNames {
     return `tq_check_${this.#checkCount}`;
   }
 
-  /** The name derived from the SQL text, or undefined once the table of names is full. */
+  /** The name derived from the SQL text; undefined behind a transaction pooler or once the table of names is full. */
   nameFor(sql: string): string | undefined {
+    if (!this.isNaming) return undefined;
     const known = this.#names.get(sql);
     if (known !== undefined || this.#names.size >= MAX_NAMED_STATEMENTS) return known;
     const name = `tq_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}`;
     this.#names.set(sql, name);
     return name;
   }
+}
+
+/**
+ * Sends one CancelRequest (see CANCEL_REQUEST_CODE) and waits until the other side closes the
+ * connection, never closing it first, as libpq does: PgBouncer 1.18 exits ("bad client state") when
+ * a cancelling client's end arrives before it has passed the request on.
+ */
+function sendCancelRequest(
+  address: { readonly host: string; readonly port: number },
+  key: { readonly processId: number; readonly secretKey: number },
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // node-postgres reads a host that is a path as the directory of the server's Unix socket.
+    const socket = address.host.startsWith('/')
+      ? connectSocket(`${address.host}/.s.PGSQL.${address.port}`)
+      : connectSocket(address.port, address.host);
+    socket.setTimeout(SIDE_SESSION_CONNECT_TIMEOUT_MS, () => socket.destroy(new Error('the cancel request timed out')));
+    socket.once('error', reject);
+    socket.once('close', () => resolve());
+    socket.once('connect', () => {
+      const request = Buffer.alloc(CANCEL_REQUEST_LENGTH);
+      request.writeInt32BE(CANCEL_REQUEST_LENGTH, 0);
+      request.writeInt32BE(CANCEL_REQUEST_CODE, 4);
+      request.writeInt32BE(key.processId, 8);
+      request.writeInt32BE(key.secretKey, 12);
+      socket.write(request);
+    });
+  });
 }
 
 function toQueryResult(result: PgQueryResultLike): QueryResult {

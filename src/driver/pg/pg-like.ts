@@ -21,8 +21,10 @@ export type PgErrorListener = (error: Error) => void;
 
 export interface PgClientLike {
   query(config: PgQueryConfigLike): Promise<PgQueryResultLike>;
-  /** The server process of the session, once connected: what pg_cancel_backend takes. */
+  /** The server process of the session, once connected: what pg_cancel_backend takes (a pooler's own number behind one). */
   readonly processID?: number | null;
+  /** The other half of the session's cancel key, for a CancelRequest. */
+  readonly secretKey?: number | null;
   /** `true` (or an error) ends the session instead of returning it to the pool. */
   release(destroy?: boolean | Error): void;
   on(event: 'error', listener: PgErrorListener): unknown;
