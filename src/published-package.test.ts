@@ -85,6 +85,14 @@ describe('the published package', { timeout: 120_000 }, () => {
 
     const testing = "const { startTestBroker, TestBroker } = require('tablequeue/testing'); console.log(typeof startTestBroker, typeof TestBroker);";
     expect((await runOrThrow(process.execPath, ['-e', testing], project)).stdout.trim()).toBe('function function');
+
+    const dialectKit = [
+      "const { builtInDialect, defineDialect } = require('tablequeue');",
+      "const { checkDialectStatements } = require('tablequeue/testing');",
+      "const own = defineDialect({ basedOn: 'mariadb', label: 'own', interfaceVersion: 1, overrides: { capabilities: { supportsSessionLocks: false } } });",
+      'console.log(checkDialectStatements(own).problems.length, checkDialectStatements(builtInDialect(\'postgres\')).overridden.length);',
+    ].join('\n');
+    expect((await runOrThrow(process.execPath, ['-e', dialectKit], project)).stdout.trim()).toBe('0 0');
   });
 
   it('typechecks in a strict ESM TypeScript project that has none of the optional peers installed', async () => {
@@ -118,6 +126,19 @@ describe('the published package', { timeout: 120_000 }, () => {
       'const harness = await startTestBroker({ tables: [jobs] });',
       'const recorder: HandlerRecorder<{ to: string }> = harness.record(welcome, (message) => (message.payload.to === \'\' ? Outcome.drop() : undefined));',
       "export const settled: Promise<readonly RecordedSettlement[]> = recorder.waitForSettled({ outcome: 'ack', count: 1 });",
+      "import { defineDialect, DIALECT_INTERFACE_VERSION, type Dialect, type Statement } from 'tablequeue';",
+      "import { checkDialectStatements, type DialectStatementsReport } from 'tablequeue/testing';",
+      'const own: Dialect = defineDialect({',
+      "  basedOn: 'postgres',",
+      "  label: 'own',",
+      '  interfaceVersion: 1,',
+      '  overrides: (postgres) => ({',
+      "    lease: { extend: (spec): Statement => ({ ...postgres.lease.extend(spec), sql: `/* own */ ${postgres.lease.extend(spec).sql}` }) },",
+      '  }),',
+      '});',
+      "export const versions: number[] = [own.interfaceVersion, DIALECT_INTERFACE_VERSION];",
+      "export const report: DialectStatementsReport = checkDialectStatements(own);",
+      "export const ownBroker = new Broker({ database: 'postgres://localhost/app', dialect: own });",
     ].join('\n');
     await writeFile(join(project, 'main.ts'), program);
     const compiled = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], project);
