@@ -84,6 +84,29 @@ describe('a guarded dialect', () => {
     });
   });
 
+  it('turns a plain throw of validateTable into an UnsupportedError naming the table, and of checkServerVersion into a ServerVersionError', () => {
+    const guarded = acceptServiceDialect(
+      fork({
+        validateTable: () => {
+          throw new Error('no advisory locks here');
+        },
+        checkServerVersion: (version) => {
+          throw new Error(`${version} is too old`);
+        },
+      }),
+    );
+    expect(thrown(() => guarded.validateTable(rowLockTable))).toMatchObject({
+      name: 'UnsupportedError',
+      database: 'fork',
+      message: 'dialect "fork" refuses table "jobs": no advisory locks here',
+    });
+    expect(thrown(() => guarded.checkServerVersion('90624'))).toMatchObject({
+      name: 'ServerVersionError',
+      found: '90624',
+      message: 'dialect "fork" refuses the server\'s version "90624": 90624 is too old',
+    });
+  });
+
   it("passes tablequeue's own errors through as they are", () => {
     const guarded = acceptServiceDialect(fork({}));
     expect(() => guarded.session.begin({ isolation: 'read uncommitted' })).toThrow(UnsupportedError);

@@ -6,7 +6,7 @@
  * form with the dialect and with the built-in it follows, so a statement it cannot render fails
  * `start()` as a `StatementError` instead of a claim or a publish later.
  */
-import { DeclarationError, DialectVersionError, QueueError, StatementError } from '../errors.js';
+import { DeclarationError, DialectVersionError, QueueError, ServerVersionError, StatementError, UnsupportedError } from '../errors.js';
 import { roleColumns, type TableSpec } from '../table/table-spec.js';
 import { createDialect } from './create-dialect.js';
 import { compareRendering, reasonOf } from './dialect-comparison.js';
@@ -113,9 +113,28 @@ function memberAt(dialect: Dialect, path: string): unknown {
   return value;
 }
 
-/** A throw from a method that is not already one of tablequeue's errors becomes a `StatementError`. */
-function refusal(dialect: Dialect, path: string, error: unknown): unknown {
+/**
+ * A throw that is not already one of tablequeue's errors becomes one that says what refused:
+ * `validateTable` refuses a table (`UnsupportedError`), `checkServerVersion` the server
+ * (`ServerVersionError`), and a renderer its statement (`StatementError`).
+ */
+function refusal(dialect: Dialect, path: string, error: unknown, args: readonly unknown[]): unknown {
   if (error instanceof QueueError) return error;
+  if (path === 'validateTable') {
+    const table = (args[0] as TableSpec | undefined)?.qualifiedName;
+    return new UnsupportedError({
+      database: dialect.label,
+      feature: 'table',
+      message: `dialect "${dialect.label}" refuses table "${String(table)}": ${reasonOf(error)}`,
+    });
+  }
+  if (path === 'checkServerVersion') {
+    return new ServerVersionError({
+      found: String(args[0]),
+      required: `a server dialect "${dialect.label}" supports`,
+      message: `dialect "${dialect.label}" refuses the server's version ${JSON.stringify(String(args[0]))}: ${reasonOf(error)}`,
+    });
+  }
   return new StatementError({
     statement: path,
     database: dialect.label,
@@ -134,7 +153,7 @@ function guardedMethod(dialect: Dialect, owner: object, path: string): AnyMethod
     try {
       result = method.apply(owner, args);
     } catch (error) {
-      throw refusal(dialect, path, error);
+      throw refusal(dialect, path, error, args);
     }
     const stampAll = path === 'lease.claim' ? (result as { stampAll?: AnyMethod }).stampAll : undefined;
     if (stampAll === undefined) return result;
