@@ -15,6 +15,11 @@ export interface MachineDescription {
   readonly gitCommit: string | undefined;
   readonly hasUncommittedSourceChanges: boolean | undefined;
   /**
+   * Which code of the library ran: its build in dist/ (`npm run bench` builds it and loads it
+   * through bench/library-from-dist.mjs), or its TypeScript compiled by tsx on the fly.
+   */
+  readonly library: 'dist/ (built by tsc)' | 'src/ through tsx';
+  /**
    * The 1-, 5- and 15-minute load averages when this was read: other processes on the same
    * cores (test suites, other benchmarks) show up here and explain noisy figures.
    */
@@ -31,6 +36,7 @@ export function describeMachine(): MachineDescription {
     memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
     gitCommit: git(['rev-parse', '--short', 'HEAD']),
     hasUncommittedSourceChanges: gitStatusOfSource(),
+    library: process.env['TABLEQUEUE_BENCH_LIBRARY'] === 'dist' ? 'dist/ (built by tsc)' : 'src/ through tsx',
     loadAverage: loadavg().map((value) => Math.round(value * 100) / 100) as [number, number, number],
   };
 }

@@ -63,7 +63,7 @@ export async function runControlReadsCommand(argv: string[]): Promise<number> {
   const seconds = readCount(values.seconds, '--seconds', 1);
   const repeats = readCount(values.repeats, '--repeats', 10);
   const machine = describeMachine();
-  console.log(`${machine.cpuCount} × ${machine.cpuModel}, ${machine.os}, Node ${machine.node}, commit ${machine.gitCommit ?? '?'}`);
+  console.log(`${machine.cpuCount} × ${machine.cpuModel}, ${machine.os}, Node ${machine.node}, commit ${machine.gitCommit ?? '?'}, library from ${machine.library}`);
   console.log(`load average at start: ${machine.loadAverage.join(' ')}; ${new Date().toISOString()}`);
   await countClientStatements();
   for (const database of databases) {

@@ -52,7 +52,7 @@ export async function runEventsCommand(argv: string[]): Promise<number> {
   const machine = describeMachine();
   console.log(
     `events: ${messages} messages, ${workers} workers, ${rounds} rounds; ${machine.cpuModel}, ${machine.cpuCount} cores, ` +
-      `load ${machine.loadAverage.join(' ')}, node ${machine.node}, commit ${machine.gitCommit ?? '?'}`,
+      `load ${machine.loadAverage.join(' ')}, node ${machine.node}, commit ${machine.gitCommit ?? '?'}, library from ${machine.library}`,
   );
   const rows: string[] = [];
   for (const database of databases) {

@@ -65,7 +65,7 @@ export async function runRetentionCommand(argv: string[]): Promise<number> {
   const pauseMs = readCount(values['pause-ms'], '--pause-ms', 0);
   const databases = readList(values.db, '--db', BENCH_DATABASE_NAMES);
   const machine = describeMachine();
-  console.log(`retention: ${rows} rows per run, batches ${batchSizes.join(', ')}, ${pauseMs} ms apart; ${machine.cpuModel}, ${machine.cpuCount} cores`);
+  console.log(`retention: ${rows} rows per run, batches ${batchSizes.join(', ')}, ${pauseMs} ms apart; ${machine.cpuModel}, ${machine.cpuCount} cores, library from ${machine.library}`);
   const runs: RetentionRun[] = [];
   for (const database of databases) {
     for (const batchSize of batchSizes) {

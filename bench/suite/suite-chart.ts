@@ -36,7 +36,7 @@ export function renderSuiteChart(results: SuiteResults): string {
   const title = `tablequeue and its peers: messages per second (log scale) draining ${results.settings.messages.toLocaleString('en-US')} no-op messages`;
   parts.push(text(16, (y += 26), title, { size: 16, weight: 'bold' }));
   const load = results.machine.loadAverage;
-  const subtitle = `median of ${results.settings.rounds} interleaved round(s), line = min–max · ${results.startedAt.slice(0, 10)} · ${results.machine.cpuCount} × ${results.machine.cpuModel} · load average at start ${load[0].toFixed(1)}`;
+  const subtitle = `median of ${results.settings.rounds} interleaved round(s), line = min–max · ${results.startedAt.slice(0, 10)} · ${results.machine.cpuCount} × ${results.machine.cpuModel} · load average at start ${load[0].toFixed(1)} · library from ${results.machine.library ?? 'src/ through tsx'}`;
   parts.push(text(16, (y += 20), subtitle, { size: 12, fill: '#4b5563' }));
   y += 12;
   parts.push(legend(16, y));
