@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DeclarationError } from '../errors.js';
+import { createDialect } from '../dialect/create-dialect.js';
+import { defineDialect } from '../dialect/define-dialect.js';
+import { DeclarationError, DialectVersionError } from '../errors.js';
 import { resolveBrokerOptions } from './broker-options.js';
 import { Broker } from './broker.js';
 
@@ -65,5 +67,23 @@ describe('broker.stop', () => {
       new DeclarationError('broker.stop: timeoutMs must be a number of milliseconds from 0 to 2147483647, got 2147483648'),
     );
     await expect(broker.stop({ timeoutMs: 0 })).resolves.toBeUndefined();
+  });
+});
+
+describe('the dialect option', () => {
+  it('refuses a dialect of another interface version when the broker is made, and one that is not a dialect', () => {
+    const old = defineDialect({ basedOn: 'sqlite', label: 'old', interfaceVersion: 0 });
+    expect(() => new Broker({ database: 'sqlite::memory:', dialect: old })).toThrow(DialectVersionError);
+    expect(() => new Broker({ database: 'sqlite::memory:', dialect: 'postgres' as never })).toThrow(
+      new DeclarationError(
+        "new Broker: dialect must be a Dialect object, such as defineDialect({ basedOn: 'postgres', … }) or builtInDialect('postgres'); got string",
+      ),
+    );
+  });
+
+  it('keeps the dialect it was given, guarded, and leaves the built-in to start() without one', () => {
+    expect(resolveBrokerOptions({ database: 'sqlite::memory:' }).dialect).toBeUndefined();
+    const given = resolveBrokerOptions({ database: 'sqlite::memory:', dialect: createDialect('sqlite') }).dialect;
+    expect(given).toMatchObject({ name: 'sqlite', label: 'sqlite', basedOn: 'sqlite', interfaceVersion: 1 });
   });
 });
