@@ -107,6 +107,15 @@ describe('a guarded dialect', () => {
     });
   });
 
+  it('refuses a row lock table when the dialect declares no row locks, though its statements would render', () => {
+    const guarded = acceptServiceDialect(fork({ capabilities: { supportsRowLock: false } }));
+    expect(thrown(() => guarded.validateTable(rowLockTable))).toMatchObject({
+      name: 'UnsupportedError',
+      message: 'table "jobs" uses the row lock form, but dialect "fork" has no row locks (supportsRowLock: false); add a lockedUntil column (lease form)',
+    });
+    expect(() => guarded.validateTable(leaseTable)).not.toThrow();
+  });
+
   it("passes tablequeue's own errors through as they are", () => {
     const guarded = acceptServiceDialect(fork({}));
     expect(() => guarded.session.begin({ isolation: 'read uncommitted' })).toThrow(UnsupportedError);

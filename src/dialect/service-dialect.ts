@@ -187,12 +187,26 @@ function guarded(dialect: Dialect, reference: Dialect): Dialect {
     ...Object.fromEntries(DIALECT_GROUPS.map((group) => [group, guardedGroup(dialect, group)])),
     validateTable: (spec: TableSpec) => {
       validate(spec);
+      refuseFormWithoutCapability(dialect, spec);
       if (checked.has(spec)) return;
       checkTableRenderings(reference, dialect, spec);
       checked.add(spec);
     },
     checkServerVersion: guardedMethod(dialect, dialect, 'checkServerVersion'),
   }) as Dialect;
+}
+
+/**
+ * The row lock form on a dialect that declares no row locks: the built-ins refuse it in their own
+ * validateTable (SQLite); a dialect that turns the capability off is held to it here.
+ */
+export function refuseFormWithoutCapability(dialect: Dialect, spec: TableSpec): void {
+  if (spec.form !== 'rowLock' || dialect.capabilities.supportsRowLock) return;
+  throw new UnsupportedError({
+    database: dialect.label,
+    feature: 'row lock form',
+    message: `table "${spec.qualifiedName}" uses the row lock form, but dialect "${dialect.label}" has no row locks (supportsRowLock: false); add a lockedUntil column (lease form)`,
+  });
 }
 
 /** Every statement of the table's form, rendered by the dialect and the built-in; any problem fails with all of them named. */

@@ -39,6 +39,12 @@ describe('checkDialectStatements', () => {
     expect(report.refusedTables[0]!.reason).toBe('no 64-bit lock keys before PostgreSQL 11');
   });
 
+  it('takes a capability turned off: a proxy without row locks refuses the row lock tables, whose statements it is then never asked for', () => {
+    const report = checkDialectStatements(defineDialect({ basedOn: 'mysql', label: 'proxy', interfaceVersion: 1, overrides: { capabilities: { supportsRowLock: false } } }));
+    expect(report.refusedTables.map((table) => table.table)).toEqual(['kit_row_lock', 'kit_row_lock_every_role', 'kit_row_lock_fifo', 'kit_row_lock_database_clock']);
+    expect(report.problems).toEqual([]);
+  });
+
   it('fails a broken dialect with an AssertionError naming each problem once, with the tables it showed on', () => {
     const broken = defineDialect({
       basedOn: 'sqlite',

@@ -9,7 +9,7 @@ import { createDialect } from '../dialect/create-dialect.js';
 import { compareRendering, reasonOf } from '../dialect/dialect-comparison.js';
 import { dialectRenderings } from '../dialect/dialect-renderings.js';
 import type { BuiltInDialectName, Dialect, DialectCapabilities } from '../dialect/dialect.js';
-import { acceptServiceDialect } from '../dialect/service-dialect.js';
+import { acceptServiceDialect, refuseFormWithoutCapability } from '../dialect/service-dialect.js';
 import { createTableSpec, roleColumns, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
 
 export interface DialectStatementsOptions {
@@ -124,7 +124,10 @@ function tableRefusal(
   spec: TableSpec,
 ): { reason: string } | { problem: string } | { bothRefuse: true } | undefined {
   const referenceRefuses = refusalOf(() => reference.validateTable(spec));
-  const dialectRefuses = refusalOf(() => dialect.validateTable(spec));
+  const dialectRefuses = refusalOf(() => {
+    dialect.validateTable(spec);
+    refuseFormWithoutCapability(dialect, spec);
+  });
   if (dialectRefuses !== undefined) return referenceRefuses === undefined ? { reason: dialectRefuses } : { bothRefuse: true };
   if (referenceRefuses === undefined) return undefined;
   return { problem: `takes a table the built-in ${reference.label} dialect refuses (${referenceRefuses}); refuse it too` };
