@@ -9,10 +9,11 @@ function failure(fields: { sqlState?: string; errno?: number; constraint?: strin
 }
 
 describe('a side table created by another session', () => {
-  it('is what 42P07, 23505 on a catalogue name index and MySQL errno 1050 say', () => {
+  it('is what 42P07, 42710 (the row type exists), 23505 on a catalogue name index and MySQL errno 1050 say', () => {
     expect(isCreatedByAnother(failure({ sqlState: '23505', constraint: 'pg_type_typname_nsp_index' }))).toBe(true);
     expect(isCreatedByAnother(failure({ sqlState: '23505', constraint: 'pg_class_relname_nsp_index' }))).toBe(true);
     expect(isCreatedByAnother(failure({ sqlState: '42P07' }))).toBe(true);
+    expect(isCreatedByAnother(failure({ sqlState: '42710' }))).toBe(true);
     expect(isCreatedByAnother(failure({ sqlState: '42S01', errno: 1050 }))).toBe(true);
   });
 

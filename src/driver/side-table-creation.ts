@@ -6,7 +6,11 @@
  * rows, and nothing orders two creators between the look and the write: of brokers starting
  * together on a fresh database all find no table, the first to commit makes it, and the others
  * fail on the catalogue's unique indexes, mostly `23505` on `pg_type_typname_nsp_index` (the
- * table's row type), else on `pg_class_relname_nsp_index`, or with `42P07` duplicate_table.
+ * table's row type), else on `pg_class_relname_nsp_index`, or with `42P07` duplicate_table, or
+ * with `42710` duplicate_object, `type "…" already exists`, when the other creator committed
+ * between this one's look for the relation and its look for the row type (seen once in a run of
+ * the whole suite on a loaded machine). A type of that name without the table would fail the
+ * same way; the table's first statement then names the missing table.
  * Measured here: six sessions creating one table at the same moment, 5 of the 6 failed with 23505
  * on pg_type in each of 20 rounds. The unique check waits for the other creator and fails only
  * once it committed, so each of these errors means the table is there: it is the outcome asked for,
@@ -24,6 +28,7 @@ const CATALOGUE_NAME_INDEXES: ReadonlySet<string> = new Set(['pg_type_typname_ns
 
 const UNIQUE_VIOLATION = '23505';
 const DUPLICATE_TABLE = '42P07';
+const DUPLICATE_OBJECT = '42710';
 const MYSQL_TABLE_EXISTS_ERRNO = 1050;
 
 /** A `Driver` or a `Connection`: whatever runs the statement. */
@@ -37,7 +42,7 @@ export interface StatementRunner {
  */
 export function isCreatedByAnother(error: unknown): boolean {
   if (!(error instanceof StatementError)) return false;
-  if (error.sqlState === DUPLICATE_TABLE) return true;
+  if (error.sqlState === DUPLICATE_TABLE || error.sqlState === DUPLICATE_OBJECT) return true;
   if (error.sqlState === UNIQUE_VIOLATION) return CATALOGUE_NAME_INDEXES.has(violatedIndexOf(error));
   return error.errno === MYSQL_TABLE_EXISTS_ERRNO;
 }
