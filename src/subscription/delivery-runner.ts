@@ -189,7 +189,20 @@ export class DeliveryRunner {
   constructor(options: DeliveryRunnerOptions) {
     this.#options = options;
     this.#signals = options.signals ?? new DeliveryRunnerSignals();
+    options.stopSignal.addEventListener('abort', this.#abortAllAtStop, { once: true });
   }
+
+  /**
+   * The stop reaches each delivery in work through its own controller, so a delivery's signal is
+   * that controller's. Combining the two per delivery with `AbortSignal.any` cost 27 to 31 µs of
+   * CPU per delivery against 8 to 13 µs for the controller alone (Node 20, 200,000 deliveries
+   * under one stop signal, garbage collection included); a PostgreSQL drain of 20,000 messages
+   * (lease defaults, 16 workers) went from 98, 126 and 125 µs of CPU per message to 100, 93 and 110.
+   */
+  readonly #abortAllAtStop = (): void => {
+    const reason: unknown = this.#options.stopSignal.reason;
+    for (const abort of this.#deliveryAborts.values()) abort.abort(reason);
+  };
 
   /** The messages in work whose settlement has not begun. */
   inWorkIds(): string[] {
@@ -221,6 +234,7 @@ export class DeliveryRunner {
       this.#inFlight.add(row);
       this.#deliveryAborts.set(row.id, abort);
     }
+    if (this.#options.stopSignal.aborted) abort.abort(this.#options.stopSignal.reason);
     this.#signals.deliveryStarted.emit(unit);
     let handedOver: { readonly settlements: Promise<void> };
     try {
@@ -313,7 +327,7 @@ export class DeliveryRunner {
     if (messages.length > 0) {
       const span = this.#options.observer.tracing?.startProcess(messages);
       const transaction = rows.length === 1 ? rows[0]!.transaction : undefined;
-      const signal = AbortSignal.any([this.#options.stopSignal, abort.signal]);
+      const signal = abort.signal;
       const timeoutMs = this.#timeoutOf(messages);
       const { outcomes, failure } =
         timeoutMs === undefined
