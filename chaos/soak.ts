@@ -1,29 +1,40 @@
 /**
- * The soak run: `npm run soak [-- --minutes 10 --db postgres|mariadb|sqlite-file --form lease|rowLock --rate 100]`.
- * One broker publishes a steady stream and drains it, with retries and dead letters mixed in:
- * of every 50 messages, 4 throw on their first attempt (retried after a backoff), 1 asks for a
- * delayed retry on its first attempt, and 1 always throws (dead-lettered at its third attempt).
- * Every 5 s it samples the process's RSS and heap (after a full collection when Node runs with
- * --expose-gc), the connections the broker holds and the sessions the server shows for the
- * run's database. At the end it checks that nothing is lost (published = acked + dead-lettered,
- * and the table agrees) and that memory and connections stayed flat.
+ * The soak run: `npm run soak [-- --minutes 10 --db postgres|mariadb|sqlite-file --form lease|rowLock --rate 100]`,
+ * with `--workers N`, `--sample-seconds N`, `--hold-snapshot-minutes M [--hold-from-minute F]`,
+ * `--storage "fillfactor=70, …"` (PostgreSQL: the table's storage parameters, set after it is
+ * made) and `--output FILE`.
+ * One broker publishes a steady stream at the asked rate and drains it, with retries and dead
+ * letters mixed in: of every 50 messages, 4 throw on their first attempt (retried after a
+ * backoff), 1 asks for a delayed retry on its first attempt, and 1 always throws (dead-lettered
+ * at its third attempt). Every sample (10 s by default) reads the process's RSS and heap (after a
+ * full collection when Node runs with --expose-gc), the connections the broker holds, the sessions
+ * the server shows for the run's database, and the queue table's health (soak-table-health.ts):
+ * the claim statement's time, dead rows, sizes and autovacuum runs on PostgreSQL, the history
+ * list on MariaDB. With --hold-snapshot-minutes, another session holds a transaction with a
+ * snapshot open from minute F (default 1) for M minutes: what stops vacuum and purge.
+ * At the end it checks that nothing is lost (published = acked + dead-lettered, and the table
+ * agrees) and that memory and connections stayed flat.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { describeMachine } from '../bench/machine.js';
 import { mariadbStand } from '../conformance/stands/mariadb-stand.js';
 import { postgresStand } from '../conformance/stands/postgres-stand.js';
 import { sqliteFileStand } from '../conformance/stands/sqlite-stand.js';
 import type { Stand, TestDatabase } from '../conformance/stand.js';
 import { Broker, defineTable, Outcome, type TableDeclaration } from '../src/index.js';
 import { sleep, waitFor, withDatabase } from './chaos-processes.js';
+import { ClaimProbe, HeldSnapshot, readTableHealth, type TableHealth } from './soak-table-health.js';
 
 const STANDS: Record<string, Stand> = { postgres: postgresStand, mariadb: mariadbStand, 'sqlite-file': sqliteFileStand };
-const SAMPLE_EVERY_MS = 5_000;
-const PRINT_EVERY_SAMPLES = 12;
+const PRINT_EVERY_MS = 60_000;
 const PUBLISH_EVERY_MS = 100;
-const WORKERS = 4;
 const POOL_MAX = 8;
 const MAX_ATTEMPTS = 3;
+/** Sessions the soak opens beside the broker's: the claim probe's and the held snapshot's. */
+const SOAK_OWN_SESSIONS = 2;
 const DRAIN_LIMIT_MS = 3 * 60_000;
 /**
  * Flat: the median of the last quarter of the samples is within this factor (plus 4 MB of
@@ -38,6 +49,12 @@ const { values } = parseArgs({
     db: { type: 'string', default: 'postgres' },
     form: { type: 'string', default: 'lease' },
     rate: { type: 'string', default: '100' },
+    workers: { type: 'string', default: '4' },
+    'sample-seconds': { type: 'string', default: '10' },
+    'hold-snapshot-minutes': { type: 'string', default: '0' },
+    'hold-from-minute': { type: 'string', default: '1' },
+    storage: { type: 'string' },
+    output: { type: 'string', default: fileURLToPath(new URL('./results/soak.json', import.meta.url)) },
   },
 });
 
@@ -53,6 +70,8 @@ interface Sample {
   readonly deadLettered: number;
   readonly retried: number;
   readonly queued: number;
+  readonly isSnapshotHeld: boolean;
+  readonly table: TableHealth | undefined;
 }
 
 const stand = STANDS[values.db];
@@ -68,12 +87,19 @@ const declaration: TableDeclaration = {
   ...(values.form === 'lease' ? { lockedUntil: 'locked_until' } : {}),
 };
 const durationMs = Number(values.minutes) * 60_000;
-const perTick = Math.max(1, Math.round((Number(values.rate) * PUBLISH_EVERY_MS) / 1000));
+const rate = Number(values.rate);
+const workers = Number(values.workers);
+const sampleEveryMs = Number(values['sample-seconds']) * 1000;
+const holdFromMs = Number(values['hold-from-minute']) * 60_000;
+const holdForMs = Number(values['hold-snapshot-minutes']) * 60_000;
+if (holdForMs > 0 && stand.kind === 'sqlite') throw new Error('--hold-snapshot-minutes needs PostgreSQL or MariaDB');
+if (values.storage !== undefined && stand.kind !== 'postgres') throw new Error('--storage sets PostgreSQL storage parameters');
 const collect = (globalThis as { gc?: () => void }).gc;
 
 await withDatabase(stand, async (db) => {
   const table = defineTable(declaration);
   for (const sql of table.createTableSql(stand.ddlDialect)) await db.exec(sql);
+  if (values.storage !== undefined) await db.exec(`ALTER TABLE soak_jobs SET (${values.storage})`);
   const queue = table.queue<{ n: number }>('soak');
   const broker = new Broker({ database: db.brokerDatabase as string, pool: { max: POOL_MAX }, pollIntervalMs: 100, leaseMs: 5_000 });
   const errors: Record<string, number> = {};
@@ -89,12 +115,15 @@ await withDatabase(stand, async (db) => {
       if (kind === 5 && message.attempt === 1) return Outcome.retryAfter(500);
       return Outcome.ack();
     },
-    { workers: WORKERS, maxAttempts: MAX_ATTEMPTS, deadLetter: 'dead', retryBackoff: { initialMs: 200, maxMs: 2_000 } },
+    { workers, maxAttempts: MAX_ATTEMPTS, deadLetter: 'dead', retryBackoff: { initialMs: 200, maxMs: 2_000 } },
   );
   await broker.start();
+  const probe = stand.kind === 'sqlite' ? undefined : await ClaimProbe.start(stand, db, table, 'soak');
+  let snapshot: HeldSnapshot | undefined;
   let published = 0;
   const startedAt = Date.now();
   const samples: Sample[] = [];
+  let lastPrintedAt = -Infinity;
   const sample = async () => {
     collect?.();
     const memory = process.memoryUsage();
@@ -112,21 +141,43 @@ await withDatabase(stand, async (db) => {
       deadLettered: subscription.deadLettered,
       retried: subscription.retried,
       queued: await count(db, "SELECT COUNT(*) AS n FROM soak_jobs WHERE queue = 'soak'"),
+      isSnapshotHeld: snapshot !== undefined,
+      table: probe === undefined ? undefined : await readTableHealth(stand, db, 'soak_jobs', probe),
     };
     samples.push(entry);
-    if ((samples.length - 1) % PRINT_EVERY_SAMPLES === 0) printRow(entry);
+    if (entry.atSeconds * 1000 - lastPrintedAt >= PRINT_EVERY_MS) {
+      lastPrintedAt = entry.atSeconds * 1000;
+      printRow(entry);
+    }
   };
   printHeader();
   await sample();
-  const sampler = setInterval(() => void sample(), SAMPLE_EVERY_MS);
+  const sampler = setInterval(() => void sample(), sampleEveryMs);
+  let snapshotEnded = holdForMs === 0;
   while (Date.now() - startedAt < durationMs) {
-    await broker.publishMany(
-      queue,
-      Array.from({ length: perTick }, (_, index) => ({ payload: { n: published + index } })),
-    );
-    published += perTick;
+    const elapsedMs = Date.now() - startedAt;
+    if (!snapshotEnded && snapshot === undefined && elapsedMs >= holdFromMs) {
+      snapshot = await HeldSnapshot.open(stand, db, 'soak_jobs');
+      console.log(`-- a transaction holds a snapshot open in another session from minute ${(elapsedMs / 60_000).toFixed(1)}`);
+    } else if (snapshot !== undefined && elapsedMs >= holdFromMs + holdForMs) {
+      await snapshot.release();
+      snapshot = undefined;
+      snapshotEnded = true;
+      console.log(`-- the snapshot's transaction ended at minute ${(elapsedMs / 60_000).toFixed(1)}`);
+    }
+    // Published by the clock, not per tick: the publish's own time would otherwise come off the rate.
+    const due = Math.min(Math.floor((elapsedMs * rate) / 1000) - published, Math.ceil(rate / 2));
+    if (due > 0) {
+      await broker.publishMany(
+        queue,
+        Array.from({ length: due }, (_, index) => ({ payload: { n: published + index } })),
+      );
+      published += due;
+    }
     await sleep(PUBLISH_EVERY_MS);
   }
+  await snapshot?.release();
+  snapshot = undefined;
   const drained = await waitFor(async () => (await count(db, "SELECT COUNT(*) AS n FROM soak_jobs WHERE queue = 'soak'")) === 0, {
     everyMs: 500,
     limitMs: DRAIN_LIMIT_MS,
@@ -136,14 +187,21 @@ await withDatabase(stand, async (db) => {
   printRow(samples.at(-1)!);
   const final = broker.stats().subscriptions[0]!;
   await broker.stop();
+  await probe?.stop();
   const deadRows = await count(db, "SELECT COUNT(*) AS n FROM soak_jobs WHERE queue = 'dead'");
   const expectedDead = Math.ceil(published / 50);
   const lost = published - final.acked - final.deadLettered;
   const summary = {
+    command: `npm run soak -- ${process.argv.slice(2).join(' ')}`.trim(),
     date: new Date().toISOString(),
+    machine: describeMachine(),
     database: stand.name,
     form: values.form,
     minutes: Number(values.minutes),
+    rate,
+    workers,
+    storage: values.storage,
+    heldSnapshot: holdForMs === 0 ? undefined : { fromMinute: holdFromMs / 60_000, minutes: holdForMs / 60_000 },
     published,
     acked: final.acked,
     deadLettered: final.deadLettered,
@@ -165,7 +223,9 @@ await withDatabase(stand, async (db) => {
     },
     isHeapFlat: isFlat(samples.map((entry) => entry.heapUsedBytes)),
     isRssFlat: isFlat(samples.map((entry) => entry.rssBytes)),
-    areConnectionsBounded: samples.every((entry) => entry.poolOpen <= POOL_MAX && entry.serverSessions <= POOL_MAX + 1),
+    areConnectionsBounded: samples.every(
+      (entry) => entry.poolOpen <= POOL_MAX && entry.serverSessions <= POOL_MAX + 1 + (probe === undefined ? 0 : SOAK_OWN_SESSIONS),
+    ),
     samples,
   };
   console.log(`published ${published}, acked ${final.acked}, dead-lettered ${final.deadLettered} (table: ${deadRows}), retried ${final.retried}`);
@@ -175,8 +235,10 @@ await withDatabase(stand, async (db) => {
   console.log(formatSpan('pool held', summary.connections.poolHeld, String));
   console.log(formatSpan('pool open', summary.connections.poolOpen, String));
   console.log(formatSpan('server sessions', summary.connections.serverSessions, String), `bounded: ${summary.areConnectionsBounded}`);
-  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL('./results/soak.json', import.meta.url), `${JSON.stringify(summary, null, 2)}\n`);
+  const output = resolve(values.output);
+  mkdirSync(dirname(output), { recursive: true });
+  writeFileSync(output, `${JSON.stringify(summary, null, 2)}\n`);
+  console.log(`results: ${output}`);
   const isHealthy =
     lost === 0 &&
     drained &&
@@ -230,13 +292,21 @@ function formatSpan(label: string, value: { start: number; peak: number; end: nu
 }
 
 function printHeader(): void {
-  console.log('| minute | published | acked | dead-lettered | retried | queued | RSS MB | heap MB | pool held/open | server sessions |');
-  console.log('| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |');
+  console.log(
+    '| minute | published | acked | dead-lettered | retried | queued | RSS MB | heap MB | pool held/open | server sessions | ' +
+      'snapshot held | claim p50/p99 ms | claim pages | dead rows | table/index MB | autovacuums | history list |',
+  );
+  console.log('| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- | --: | --: | --: | --: | --: | --: |');
 }
 
 function printRow(entry: Sample): void {
+  const health = entry.table;
+  const show = (value: number | undefined) => (value === undefined ? '–' : String(value));
   console.log(
     `| ${(entry.atSeconds / 60).toFixed(1)} | ${entry.published} | ${entry.acked} | ${entry.deadLettered} | ${entry.retried} | ` +
-      `${entry.queued} | ${mb(entry.rssBytes)} | ${mb(entry.heapUsedBytes)} | ${entry.poolHeld}/${entry.poolOpen} | ${entry.serverSessions} |`,
+      `${entry.queued} | ${mb(entry.rssBytes)} | ${mb(entry.heapUsedBytes)} | ${entry.poolHeld}/${entry.poolOpen} | ${entry.serverSessions} | ` +
+      `${entry.isSnapshotHeld ? 'yes' : 'no'} | ${show(health?.claimP50Ms)}/${show(health?.claimP99Ms)} | ${show(health?.claimPagesP50)} | ` +
+      `${show(health?.deadRows)} | ${health === undefined ? '–' : mb(health.tableBytes)}/${health?.indexBytes === undefined ? '–' : mb(health.indexBytes)} | ` +
+      `${show(health?.autovacuumRuns)} | ${show(health?.historyListLength)} |`,
   );
 }
