@@ -73,10 +73,13 @@ export class ConnectionLoan {
   }
 
   /**
-   * Runs one statement's work. `caller` is an error created by the caller before its own first
-   * await, when it has one (`Driver.execute`): after an await the caller's frames are gone.
+   * Runs one statement's work. A failure gets the frames of the callers that await it: an error
+   * made here after the await carries them as `at async …` frames (V8's async stack traces), so
+   * nothing is made ahead for a statement that succeeds. One made ahead on every statement cost
+   * about 10 µs of CPU each (twelve frames deep, Node 20): 40 µs per message in the row lock
+   * form's four statements. `caller` is one the caller made before its own first await instead.
    */
-  async run<T>(statementName: string, work: () => Promise<T> | T, caller = new Error()): Promise<T> {
+  async run<T>(statementName: string, work: () => Promise<T> | T, caller?: Error): Promise<T> {
     if (this.#isEnded) {
       throw withCallerStack(
         new StatementError({
@@ -84,17 +87,20 @@ export class ConnectionLoan {
           database: this.#options.database,
           cause: new Error('the connection was already released or destroyed; acquire a new one'),
         }),
-        caller,
+        caller ?? new Error(),
       );
     }
     this.#runningCount += 1;
     try {
       return await work();
     } catch (error) {
-      const failure =
-        error instanceof StatementError ? error : this.#options.describeFailure(error, statementName);
+      // A failure described here is made after the await and has the callers' frames already;
+      // one the work made elsewhere (a client library's callback) gets them appended.
+      const isMadeHere = !(error instanceof StatementError);
+      const failure = isMadeHere ? this.#options.describeFailure(error, statementName) : error;
       if (isConnectionLost(failure)) this.#isBroken = true;
-      throw withCallerStack(failure, caller);
+      if (caller !== undefined) throw withCallerStack(failure, caller);
+      throw isMadeHere ? failure : withCallerStack(failure, new Error());
     } finally {
       this.#runningCount -= 1;
     }

@@ -16,7 +16,7 @@ import { DEFAULT_ACQUIRE_TIMEOUT_MS, describeExhaustion, poolGateFor, type Acqui
 
 /** A session a client adapter lent: a connection that also tells which server session runs a statement. */
 export interface LentSession extends Connection {
-  /** Runs one statement; `caller` is an error made before the caller's first await, for its stack. */
+  /** Runs one statement; `caller`, when given, is an error made before the caller's first await, for its stack. */
   run(statement: BoundStatement, caller?: Error): Promise<QueryResult>;
   /** The server's id of the session while a statement runs on it (for `cancelRunning`); undefined otherwise. */
   readonly runningSessionId: number | undefined;
@@ -45,6 +45,8 @@ export interface ClientAdapter {
   counts(held: number): PoolCounts;
   /** Postgres, once open: see `Driver.pooler`. */
   readonly pooler?: PoolerFinding | undefined;
+  /** MySQL and MariaDB, once open: see `Driver.isGaleraNode`. */
+  readonly isGaleraNode?: boolean | undefined;
   /**
    * Opens the pool the driver owns, then checks the server answers, running its probe through
    * `execute` or on a session from `lend`; a failure closes a pool it opened and throws a `ConnectionError`.
@@ -112,6 +114,10 @@ export class RuntimeDriver implements Driver {
     return this.#adapter.pooler;
   }
 
+  get isGaleraNode(): boolean | undefined {
+    return this.#adapter.isGaleraNode;
+  }
+
   async open(): Promise<void> {
     this.#refuseWhenClosed();
     await this.#adapter.open(
@@ -129,12 +135,15 @@ export class RuntimeDriver implements Driver {
   }
 
   async execute(statement: BoundStatement): Promise<QueryResult> {
-    const caller = new Error();
-    const connection = await this.#lend().catch((error: unknown) => {
-      throw withCallerStack(error as Error, caller);
-    });
+    let connection: LentSession;
     try {
-      return await connection.run(statement, caller);
+      connection = await this.#lend();
+    } catch (error) {
+      // Made after the await, it carries the awaiting callers' frames (see ConnectionLoan.run).
+      throw withCallerStack(error as Error, new Error());
+    }
+    try {
+      return await connection.run(statement);
     } finally {
       connection.release();
     }
