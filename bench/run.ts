@@ -9,6 +9,7 @@ import { describeMachine } from './machine.js';
 import { BENCH_FORMS } from './partitioning/bench-table.js';
 import { runPartitioningBenchmark, type PartitioningSettings } from './partitioning/partitioning-benchmark.js';
 import { formatPartitioningTable } from './partitioning/partitioning-report.js';
+import { RELAY_USAGE, runRelayCommand } from './relay/relay-benchmark.js';
 import { runRetentionCommand } from './retention/retention-benchmark.js';
 import { runEventsCommand } from './events/events-benchmark.js';
 import { runControlReadsCommand } from './control-reads/control-reads-benchmark.js';
@@ -43,6 +44,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'events') return runEventsCommand(argv);
   if (argv[0] === 'control-reads') return runControlReadsCommand(argv);
   if (argv[0] === 'network') return runNetworkCommand(argv);
+  if (argv[0] === 'relay') return runRelayCommand(argv);
   if (argv[0] !== 'partitioning') return runSuiteCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
@@ -112,6 +114,8 @@ function usageOf(benchmark: string | undefined): string {
       return NETWORK_USAGE;
     case 'partitioning':
       return USAGE;
+    case 'relay':
+      return RELAY_USAGE;
     case 'report':
       return REPORT_USAGE;
     default:
