@@ -118,6 +118,24 @@ function registerConcurrencyTests(context: SuiteContext): void {
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
     });
 
+    it('a batch handler under perKey: 2 in the row lock form gets at most two rows of a key per batch, rows without a key alongside', async () => {
+      const table = defineTable(keyedRowLock());
+      await createTable(stand, context.db, table);
+      const queue = table.queue('emails');
+      const publisher = createBroker(context.db, context.brokers);
+      await publisher.start();
+      const keys = ['a', 'a', 'a', 'b', 'b', 'b', undefined, undefined];
+      await publisher.publishMany(queue, keys.map((partitionKey, index) => (partitionKey === undefined ? { payload: index } : { payload: index, partitionKey })));
+      const broker = createBroker(context.db, context.brokers);
+      const batches = new Collector<(string | null)[]>();
+      broker.subscribe(queue, (messages) => void batches.push(messages.map((message) => message.partitionKey)), { batch: 10, concurrency: { perKey: 2 } });
+      await broker.start();
+      await batches.waitFor(2);
+      // The first batch's transaction held two slots of each key; the second came after it committed.
+      expect(batches.items.map((batch) => [...batch].sort())).toEqual([['a', 'a', 'b', 'b', null, null], ['a', 'b']]);
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+    });
+
     if (stand.kind === 'mysql') {
       it('refuses perKey in the row lock form at repeatable read, naming read committed', async () => {
         const table = defineTable({ ...jobsDeclaration({ form: 'rowLock' }), partitionKey: 'customer' });
