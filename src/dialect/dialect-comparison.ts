@@ -10,6 +10,7 @@
 import type { Statement } from '../statement.js';
 import type { Dialect, DialectName } from './dialect.js';
 import type { DialectRendering, Rendered, RenderedPart } from './dialect-renderings.js';
+import { codeSpans } from './sql-code.js';
 
 /** How one rendering of a dialect compares with the built-in's. */
 export type RenderingOutcome =
@@ -149,56 +150,14 @@ function describeNumbered(numbered: readonly number[]): string {
 export function scanPlaceholders(text: string, protocol: DialectName): { numbered: number[]; questionMarks: number } {
   const numbered: number[] = [];
   let questionMarks = 0;
-  let index = 0;
-  const skipTo = (closing: string, from: number): number => {
-    const end = text.indexOf(closing, from);
-    return end === -1 ? text.length : end + closing.length;
-  };
-  while (index < text.length) {
-    const char = text[index]!;
-    const next = text[index + 1];
-    if (char === "'" || char === '"' || char === '`') {
-      index = skipQuoted(text, index, char, protocol === 'mysql' && char !== '`');
-    } else if (char === '-' && next === '-') {
-      index = skipTo('\n', index + 2);
-    } else if (char === '#' && protocol === 'mysql') {
-      index = skipTo('\n', index + 1);
-    } else if (char === '/' && next === '*') {
-      index = skipTo('*/', index + 2);
-    } else if (char === '$' && protocol === 'postgres') {
-      const number = /^\$(\d+)/.exec(text.slice(index));
-      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(text.slice(index));
-      if (number !== null) {
-        numbered.push(Number(number[1]));
-        index += number[0].length;
-      } else if (tag !== null) {
-        index = skipTo(tag[0], index + tag[0].length);
-      } else {
-        index += 1;
-      }
+  for (const span of codeSpans(text, protocol)) {
+    if (protocol === 'postgres') {
+      for (const match of span.text.matchAll(/\$(\d+)/g)) numbered.push(Number(match[1]));
     } else {
-      if (char === '?' && protocol !== 'postgres') questionMarks += 1;
-      index += 1;
+      questionMarks += span.text.split('?').length - 1;
     }
   }
   return { numbered, questionMarks };
-}
-
-/** Past the closing quote; a doubled quote stays inside, and so does a backslash-escaped one where MySQL reads escapes. */
-function skipQuoted(text: string, start: number, quote: string, backslashEscapes: boolean): number {
-  let index = start + 1;
-  while (index < text.length) {
-    const char = text[index]!;
-    if (backslashEscapes && char === '\\') {
-      index += 2;
-    } else if (char === quote) {
-      if (text[index + 1] !== quote) return index + 1;
-      index += 2;
-    } else {
-      index += 1;
-    }
-  }
-  return index;
 }
 
 function attempt(render: () => Rendered): { rendered: Rendered } | { error: unknown } {

@@ -104,4 +104,25 @@ describe('createTableSpec', () => {
     expect(declarationError({ table: 'jobs', id: 'id', isolation: 'snapshot' }).message).toMatch(/isolation/);
     expect(declarationError({ table: 'jobs', id: 'id', sqliteBegin: 'now' }).message).toMatch(/sqliteBegin/);
   });
+
+  it("keeps the service's own statements as declared, a settlement as one text or a list, and refuses other names and shapes", () => {
+    const spec = createTableSpec({
+      table: 'jobs',
+      id: 'id',
+      statements: { ack: ['INSERT INTO audit (job) VALUES (:id)', 'DELETE FROM jobs WHERE id = :id'], claim: 'SELECT id FROM jobs LIMIT :limit' },
+    });
+    expect(spec.statements).toEqual({ ack: ['INSERT INTO audit (job) VALUES (:id)', 'DELETE FROM jobs WHERE id = :id'], claim: 'SELECT id FROM jobs LIMIT :limit' });
+    expect(Object.isFrozen(spec.statements)).toBe(true);
+    expect(createTableSpec({ table: 'jobs', id: 'id' }).statements).toBeUndefined();
+    expect(declarationError({ table: 'jobs', id: 'id', statements: { finish: 'DELETE FROM jobs' } }).message).toBe(
+      'table "jobs": statements.finish is not a statement a table can replace; they are claim, fetch, ack, drop, retry, retryAfter, deadLetter, extend, lock, unlock',
+    );
+    expect(declarationError({ table: 'jobs', id: 'id', statements: { claim: ['SELECT id FROM jobs'] } }).message).toBe(
+      'table "jobs": statements.claim must be SQL text, got ["SELECT id FROM jobs"]',
+    );
+    expect(declarationError({ table: 'jobs', id: 'id', statements: { ack: [] } }).message).toBe(
+      'table "jobs": statements.ack must be SQL text, or a list of SQL texts run in order, got []',
+    );
+    expect(declarationError({ table: 'jobs', id: 'id', statements: 'DELETE' }).message).toMatch(/statements must be an object/);
+  });
 });

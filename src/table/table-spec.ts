@@ -46,7 +46,52 @@ export interface TableSpec {
   readonly sqliteBegin: SqliteBeginMode | undefined;
   readonly clock: ClockName;
   readonly form: ClaimFormName;
+  /** Statements of the service's own that replace the library's for this table; undefined without. */
+  readonly statements: ServiceStatements | undefined;
 }
+
+/**
+ * SQL text of the service's own that replaces single statements of the library for one table,
+ * with named parameters (`:id`, `:group`, `:now`…). Settlements may be one statement or several,
+ * run in order in the settlement's transaction. docs/service-statements.md says what each one
+ * binds, must return and must do, and which combinations `start()` refuses.
+ */
+export interface ServiceStatements {
+  /** Ids of claimable rows, at most `:limit`; tablequeue takes (locks or leases) and fetches them. */
+  readonly claim?: string;
+  /** The rows of claimed ids (`:ids` on PostgreSQL, or one row by `:id`), with any columns the handler reads. */
+  readonly fetch?: string;
+  readonly ack?: string | readonly string[];
+  readonly drop?: string | readonly string[];
+  readonly retry?: string | readonly string[];
+  readonly retryAfter?: string | readonly string[];
+  readonly deadLetter?: string | readonly string[];
+  /** Lease form: the renewal, `locked_until = :lockedUntil` only while it is `:held`. */
+  readonly extend?: string;
+  /** Advisory lock form: takes `:key` for the session without waiting; one row, true or 1 when taken. */
+  readonly lock?: string;
+  /** Advisory lock form: lets `:key` go; one row, true or 1 when the session held it. */
+  readonly unlock?: string;
+}
+
+/** The statements a table may replace, in the order documentation lists them. */
+export const SERVICE_STATEMENT_NAMES = [
+  'claim',
+  'fetch',
+  'ack',
+  'drop',
+  'retry',
+  'retryAfter',
+  'deadLetter',
+  'extend',
+  'lock',
+  'unlock',
+] as const satisfies readonly (keyof ServiceStatements)[];
+
+export type ServiceStatementName = (typeof SERVICE_STATEMENT_NAMES)[number];
+
+/** The settlements, which may each be several statements. */
+const SETTLEMENT_STATEMENT_NAMES: ReadonlySet<string> = new Set(['ack', 'drop', 'retry', 'retryAfter', 'deadLetter']);
 
 /** What `defineTable` accepts. Only `table` and `id` are required. */
 export interface TableDeclaration {
@@ -67,6 +112,8 @@ export interface TableDeclaration {
   isolation?: IsolationLevel;
   sqliteBegin?: SqliteBeginMode;
   clock?: ClockName;
+  /** Statements of the service's own that replace the library's for this table (see `ServiceStatements`). */
+  statements?: ServiceStatements;
 }
 
 /** The roles a declared column can play besides the id and the group, in the order statements list them. */
@@ -92,6 +139,7 @@ const DECLARATION_KEYS: ReadonlySet<string> = new Set([
   'isolation',
   'sqliteBegin',
   'clock',
+  'statements',
 ]);
 
 /** Validates a declaration and returns the table spec; every problem is a `DeclarationError`. */
@@ -190,6 +238,7 @@ export function createTableSpec(declaration: TableDeclaration): TableSpec {
     sqliteBegin,
     clock,
     form: roles.lockedUntil !== undefined ? 'lease' : advisoryLock !== undefined ? 'advisory' : 'rowLock',
+    statements: declaration.statements === undefined ? undefined : parseServiceStatements(declaration.statements, where),
   };
   rejectSharedColumns(spec, where);
   return Object.freeze(spec);
@@ -225,6 +274,31 @@ export function parseKeyTemplate(template: unknown, where: string): readonly Key
     );
   }
   return Object.freeze(parts);
+}
+
+/**
+ * The statements' shape: known names, each SQL text, settlements one text or a list of them. What
+ * they bind and which combinations a form and a database can keep are checked at `start()`.
+ */
+function parseServiceStatements(statements: unknown, where: string): ServiceStatements {
+  if (statements === null || typeof statements !== 'object' || Array.isArray(statements)) {
+    throw new DeclarationError(`${where}: statements must be an object such as { ack: 'DELETE FROM jobs WHERE id = :id' }`);
+  }
+  const parsed: Record<string, string | readonly string[]> = {};
+  for (const [name, text] of Object.entries(statements)) {
+    if (!(SERVICE_STATEMENT_NAMES as readonly string[]).includes(name)) {
+      throw new DeclarationError(`${where}: statements.${name} is not a statement a table can replace; they are ${SERVICE_STATEMENT_NAMES.join(', ')}`);
+    }
+    if (text === undefined) continue;
+    const isSettlement = SETTLEMENT_STATEMENT_NAMES.has(name);
+    const texts: unknown[] = isSettlement && Array.isArray(text) ? text : [text];
+    if (texts.length === 0 || texts.some((one) => typeof one !== 'string' || one.trim() === '')) {
+      const expected = isSettlement ? 'SQL text, or a list of SQL texts run in order' : 'SQL text';
+      throw new DeclarationError(`${where}: statements.${name} must be ${expected}, got ${JSON.stringify(text)}`);
+    }
+    parsed[name] = Array.isArray(text) ? Object.freeze([...(text as string[])]) : (text as string);
+  }
+  return Object.freeze(parsed) as ServiceStatements;
 }
 
 /** Two roles on one column would make statements write a column twice. */
