@@ -16,6 +16,7 @@
  * agrees) and that memory and connections stayed flat.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -72,6 +73,8 @@ interface Sample {
   readonly queued: number;
   readonly isSnapshotHeld: boolean;
   readonly table: TableHealth | undefined;
+  /** The one-minute load average: other processes on the same cores show here and explain a noisy sample. */
+  readonly loadAverage: number;
 }
 
 const stand = STANDS[values.db];
@@ -143,6 +146,7 @@ await withDatabase(stand, async (db) => {
       queued: await count(db, "SELECT COUNT(*) AS n FROM soak_jobs WHERE queue = 'soak'"),
       isSnapshotHeld: snapshot !== undefined,
       table: probe === undefined ? undefined : await readTableHealth(stand, db, 'soak_jobs', probe),
+      loadAverage: Math.round(loadavg()[0]! * 100) / 100,
     };
     samples.push(entry);
     if (entry.atSeconds * 1000 - lastPrintedAt >= PRINT_EVERY_MS) {
@@ -294,9 +298,9 @@ function formatSpan(label: string, value: { start: number; peak: number; end: nu
 function printHeader(): void {
   console.log(
     '| minute | published | acked | dead-lettered | retried | queued | RSS MB | heap MB | pool held/open | server sessions | ' +
-      'snapshot held | claim p50/p99 ms | claim pages | dead rows | table/index MB | autovacuums | history list |',
+      'snapshot held | claim p50/p99 ms | claim pages | dead rows | table/index MB | autovacuums | history list | load |',
   );
-  console.log('| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- | --: | --: | --: | --: | --: | --: |');
+  console.log('| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- | --: | --: | --: | --: | --: | --: | --: |');
 }
 
 function printRow(entry: Sample): void {
@@ -307,6 +311,6 @@ function printRow(entry: Sample): void {
       `${entry.queued} | ${mb(entry.rssBytes)} | ${mb(entry.heapUsedBytes)} | ${entry.poolHeld}/${entry.poolOpen} | ${entry.serverSessions} | ` +
       `${entry.isSnapshotHeld ? 'yes' : 'no'} | ${show(health?.claimP50Ms)}/${show(health?.claimP99Ms)} | ${show(health?.claimPagesP50)} | ` +
       `${show(health?.deadRows)} | ${health === undefined ? '–' : mb(health.tableBytes)}/${health?.indexBytes === undefined ? '–' : mb(health.indexBytes)} | ` +
-      `${show(health?.autovacuumRuns)} | ${show(health?.historyListLength)} |`,
+      `${show(health?.autovacuumRuns)} | ${show(health?.historyListLength)} | ${entry.loadAverage} |`,
   );
 }
