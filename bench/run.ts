@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BENCH_DATABASE_NAMES, DEFAULT_MARIADB_URL, DEFAULT_POSTGRES_URL } from './bench-database.js';
 import { readCount, readList, UsageError, interruptOnSigint, serversFromEnvironment } from './command-line.js';
+import { GROWTH_USAGE, runGrowthCommand } from './growth/growth-command.js';
 import { LATENCY_USAGE, runLatencyCommand } from './latency/latency-command.js';
 import { describeMachine } from './machine.js';
 import { BENCH_FORMS } from './partitioning/bench-table.js';
@@ -39,6 +40,7 @@ const DEFAULT_OUTPUT = fileURLToPath(new URL('./results/partitioning.json', impo
 async function main(argv: string[]): Promise<number> {
   // Each benchmark reads its own options: the first word names it; without one, the suite runs.
   if (argv[0] === 'latency') return runLatencyCommand(argv);
+  if (argv[0] === 'growth') return runGrowthCommand(argv);
   if (argv[0] === 'report') return runReportCommand(argv);
   if (argv[0] === 'retention') return runRetentionCommand(argv);
   if (argv[0] === 'events') return runEventsCommand(argv);
@@ -110,6 +112,8 @@ function usageOf(benchmark: string | undefined): string {
   switch (benchmark) {
     case 'latency':
       return LATENCY_USAGE;
+    case 'growth':
+      return GROWTH_USAGE;
     case 'network':
       return NETWORK_USAGE;
     case 'partitioning':

@@ -151,7 +151,7 @@ async function createTable(database: BenchDatabase, table: QueueTable): Promise<
 }
 
 /** Runs the publisher in a child process; resolves when it exits 0, and ends it when `signal` aborts. */
-async function runPublisherProcess(order: PublisherOrder, signal: AbortSignal): Promise<void> {
+export async function runPublisherProcess(order: PublisherOrder, signal: AbortSignal): Promise<void> {
   const child = spawn(process.execPath, [...process.execArgv, PUBLISHER_SCRIPT, JSON.stringify(order)], {
     cwd: REPOSITORY_ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -5,6 +5,7 @@
  */
 import { Broker } from '../../src/broker/broker.js';
 import { BENCH_QUEUE_NAME, createBenchTable, type BenchForm } from '../partitioning/bench-table.js';
+import { growthTable } from '../growth/growth-table.js';
 import { publishAtSteadyRate, type LatencyPayload } from './steady-publishing.js';
 
 export interface PublisherOrder {
@@ -12,6 +13,8 @@ export interface PublisherOrder {
   readonly form: BenchForm;
   readonly messages: number;
   readonly intervalMs: number;
+  /** The growth benchmark's table of many queues (lease form), publishing to its `bench` queue. */
+  readonly isGroupedTable?: boolean;
 }
 
 async function publishOrder(order: PublisherOrder): Promise<void> {
@@ -20,7 +23,8 @@ async function publishOrder(order: PublisherOrder): Promise<void> {
   // No subscription: on Postgres the broker still sends NOTIFY after each publish (listen is on
   // by default for a URL), but opens no LISTEN session.
   const broker = new Broker({ database: order.databaseUrl, pool: { max: 2 } });
-  const queue = createBenchTable(order.form).queue<LatencyPayload>(BENCH_QUEUE_NAME);
+  const table = order.isGroupedTable === true ? growthTable('grouped') : createBenchTable(order.form);
+  const queue = table.queue<LatencyPayload>(BENCH_QUEUE_NAME);
   await broker.start();
   try {
     await publishAtSteadyRate((payload) => broker.publish(queue, payload), { ...order, signal: stopping.signal });

@@ -1,6 +1,6 @@
 import { DrainWatch, settlesWithin } from '../partitioning/drain-watch.js';
-import { PEER_INSERT_CHUNK, rowsPerSecondSince, type Contender, type ContenderOutcome, type ContenderRun } from '../suite/contender.js';
-import { readCount, readServerVersion, untilNoneLeft } from './peer-database.js';
+import { fillRanges, isGrowthRun, PEER_INSERT_CHUNK, type FillRange, rowsPerSecondSince, type Contender, type ContenderOutcome, type ContenderRun } from '../suite/contender.js';
+import { readCount, readServerVersion, runOnPeerDatabase, untilNoneLeft } from './peer-database.js';
 import { importPackage } from './peer-packages.js';
 
 type LogLevel = 'error' | 'warning' | 'info' | 'debug';
@@ -58,15 +58,20 @@ async function drainWithGraphileWorker(run: ContenderRun, preset: typeof LOCAL_Q
   });
   const connectionString = run.database.url;
   const utils = await worker.makeWorkerUtils({ connectionString, logger });
-  let insertRowsPerSecond: number;
+  let insertRowsPerSecond: number | undefined;
+  const isGrowth = isGrowthRun(run);
   try {
     await utils.migrate();
-    const insertStartedAt = performance.now();
-    for (let first = 0; first < run.messages; first += PEER_INSERT_CHUNK) {
-      const count = Math.min(PEER_INSERT_CHUNK, run.messages - first);
-      await utils.addJobs(Array.from({ length: count }, (_, index) => ({ identifier: TASK, payload: { n: first + index } })));
+    if (isGrowth) {
+      await runOnPeerDatabase(run.database, [...fillRanges(run).map(addJobsSeries), ...SETTLE_SQL]);
+    } else {
+      const insertStartedAt = performance.now();
+      for (let first = 0; first < run.messages; first += PEER_INSERT_CHUNK) {
+        const count = Math.min(PEER_INSERT_CHUNK, run.messages - first);
+        await utils.addJobs(Array.from({ length: count }, (_, index) => ({ identifier: TASK, payload: { n: first + index } })));
+      }
+      insertRowsPerSecond = rowsPerSecondSince(run.messages, insertStartedAt);
     }
-    insertRowsPerSecond = rowsPerSecondSince(run.messages, insertStartedAt);
   } finally {
     await utils.release();
   }
@@ -81,11 +86,23 @@ async function drainWithGraphileWorker(run: ContenderRun, preset: typeof LOCAL_Q
   });
   try {
     await watch.finished;
-    if (!watch.cutSignal.aborted) await untilNoneLeft(run.database, REMAINING_SQL);
+    if (!watch.cutSignal.aborted && !isGrowth) await untilNoneLeft(run.database, REMAINING_SQL);
   } finally {
     await settlesWithin(runner.stop(), 20_000);
   }
   const measurement = watch.measurement({ claims: 0, emptyClaims: 0, maxConnectionsHeld: 0 });
   const remaining = await readCount(run.database, REMAINING_SQL);
-  return { measurement, remaining, serverVersion: await readServerVersion(run.database), insertRowsPerSecond };
+  return { measurement, remaining, serverVersion: await readServerVersion(run.database), ...(insertRowsPerSecond === undefined ? {} : { insertRowsPerSecond }) };
 }
+
+/** graphile-worker's own bulk function, `add_jobs`, fed a generated series on the server (`run_at` a day ahead for delayed rows). */
+function addJobsSeries({ from, to, isDelayed }: FillRange): string {
+  const runAt = isDelayed ? "now() + interval '1 day'" : 'NULL';
+  return (
+    `SELECT count(*) FROM graphile_worker.add_jobs(ARRAY(SELECT ROW('${TASK}', json_build_object('n', n), NULL, ${runAt}, NULL, NULL, NULL, NULL)::graphile_worker.job_spec ` +
+    `FROM generate_series(${from}, ${to}) AS n))`
+  );
+}
+
+/** As the library's growth tables are settled after their fill: what autovacuum would do next, then a checkpoint. */
+const SETTLE_SQL = ['VACUUM (ANALYZE) graphile_worker._private_jobs', 'CHECKPOINT'];

@@ -26,6 +26,17 @@ async function queryOnce(database: BenchDatabase, sql: string): Promise<Record<s
   }
 }
 
+/** Runs administration SQL (a growth backlog's fill) on the run's database, one statement after another. */
+export async function runOnPeerDatabase(database: BenchDatabase, statements: readonly string[]): Promise<void> {
+  const driver = createDriver(database.url, { poolSize: 1 });
+  await driver.open();
+  try {
+    for (const sql of statements) await runSql(driver, sql);
+  } finally {
+    await driver.close();
+  }
+}
+
 /** The SQLite file behind a run's `sqlite:<path>` URL. */
 export function sqliteFileOf(database: BenchDatabase): string {
   return database.url.replace(/^sqlite:/, '');

@@ -1,6 +1,6 @@
 import { DrainWatch, settlesWithin } from '../partitioning/drain-watch.js';
-import { PEER_INSERT_CHUNK, rowsPerSecondSince, type Contender, type ContenderRun, type ContenderOutcome } from '../suite/contender.js';
-import { readCount, readServerVersion, untilNoneLeft } from './peer-database.js';
+import { fillRanges, isGrowthRun, PEER_INSERT_CHUNK, type FillRange, rowsPerSecondSince, type Contender, type ContenderRun, type ContenderOutcome } from '../suite/contender.js';
+import { readCount, readServerVersion, runOnPeerDatabase, untilNoneLeft } from './peer-database.js';
 import { importPackage } from './peer-packages.js';
 
 /** The parts of pg-boss 10 the benchmark uses. */
@@ -51,16 +51,21 @@ async function drainWithPgBoss(run: ContenderRun): Promise<ContenderOutcome> {
   const watch = new DrainWatch(run.messages, run.signal);
   const boss = new PgBoss({ connectionString: run.database.url, max: run.workers + 2, supervise: false, schedule: false });
   boss.on('error', (error) => watch.recordError(error));
-  let insertRowsPerSecond: number;
+  let insertRowsPerSecond: number | undefined;
+  const isGrowth = isGrowthRun(run);
   try {
     await boss.start();
     await boss.createQueue(QUEUE);
-    const insertStartedAt = performance.now();
-    for (let first = 0; first < run.messages; first += PEER_INSERT_CHUNK) {
-      const count = Math.min(PEER_INSERT_CHUNK, run.messages - first);
-      await boss.insert(Array.from({ length: count }, (_, index) => ({ name: QUEUE, data: { n: first + index } })));
+    if (isGrowth) {
+      await runOnPeerDatabase(run.database, [...fillRanges(run).map(insertSeries), ...SETTLE_SQL]);
+    } else {
+      const insertStartedAt = performance.now();
+      for (let first = 0; first < run.messages; first += PEER_INSERT_CHUNK) {
+        const count = Math.min(PEER_INSERT_CHUNK, run.messages - first);
+        await boss.insert(Array.from({ length: count }, (_, index) => ({ name: QUEUE, data: { n: first + index } })));
+      }
+      insertRowsPerSecond = rowsPerSecondSince(run.messages, insertStartedAt);
     }
-    insertRowsPerSecond = rowsPerSecondSince(run.messages, insertStartedAt);
     const handle = async (jobs: unknown[]) => {
       for (let index = 0; index < jobs.length; index += 1) watch.recordHandled();
     };
@@ -68,11 +73,28 @@ async function drainWithPgBoss(run: ContenderRun): Promise<ContenderOutcome> {
       await boss.work(QUEUE, { batchSize: PG_BOSS_BATCH, pollingIntervalSeconds: PG_BOSS_POLL_SECONDS }, handle);
     }
     await watch.finished;
-    if (!watch.cutSignal.aborted) await untilNoneLeft(run.database, REMAINING_SQL);
+    if (!watch.cutSignal.aborted && !isGrowth) await untilNoneLeft(run.database, REMAINING_SQL);
   } finally {
     await settlesWithin(boss.stop({ graceful: true, wait: true, timeout: STOP_TIMEOUT_MS }), 2 * STOP_TIMEOUT_MS);
   }
   const measurement = watch.measurement({ claims: 0, emptyClaims: 0, maxConnectionsHeld: 0 });
   const remaining = await readCount(run.database, REMAINING_SQL);
-  return { measurement, remaining, serverVersion: await readServerVersion(run.database), insertRowsPerSecond };
+  return { measurement, remaining, serverVersion: await readServerVersion(run.database), ...(insertRowsPerSecond === undefined ? {} : { insertRowsPerSecond }) };
 }
+
+/**
+ * The rows pg-boss's own insert writes for a job with only a name and data: the queue's policy,
+ * every other column at the table's defaults (retry limit 2, expiry 15 minutes, kept 14 days,
+ * due now, or `start_after` a day ahead for delayed rows), which are what its insert falls back
+ * to for a queue created without options.
+ */
+function insertSeries({ from, to, isDelayed }: FillRange): string {
+  const startAfter = isDelayed ? "now() + interval '1 day'" : 'now()';
+  return (
+    `INSERT INTO pgboss.job (name, data, policy, start_after) SELECT q.name, jsonb_build_object('n', n), q.policy, ${startAfter} ` +
+    `FROM generate_series(${from}, ${to}) AS n, pgboss.queue AS q WHERE q.name = '${QUEUE}'`
+  );
+}
+
+/** As the library's growth tables are settled after their fill: what autovacuum would do next, then a checkpoint. */
+const SETTLE_SQL = ['VACUUM (ANALYZE) pgboss.job', 'CHECKPOINT'];

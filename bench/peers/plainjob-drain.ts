@@ -1,11 +1,12 @@
 import { DrainWatch } from '../partitioning/drain-watch.js';
-import { PEER_INSERT_CHUNK, rowsPerSecondSince, type Contender, type ContenderOutcome, type ContenderRun } from '../suite/contender.js';
+import { fillRanges, isGrowthRun, PEER_INSERT_CHUNK, type FillRange, rowsPerSecondSince, type Contender, type ContenderOutcome, type ContenderRun } from '../suite/contender.js';
 import { sqliteFileOf } from './peer-database.js';
 import { importPackage } from './peer-packages.js';
 
 interface SqliteDatabaseLike {
   pragma(source: string): unknown;
   prepare(sql: string): { get(): unknown };
+  exec(sql: string): unknown;
 }
 
 const JOB_STATUS = { pending: 0, processing: 1, failed: 3 } as const;
@@ -70,12 +71,18 @@ async function drainWithPlainjob(run: ContenderRun, synchronous: 'NORMAL' | 'FUL
   const queue = plainjob.defineQueue({ connection: plainjob.better(database), logger });
   try {
     if (synchronous === 'FULL') database.pragma('synchronous = FULL');
-    const insertStartedAt = performance.now();
-    for (let first = 0; first < run.messages; first += PEER_INSERT_CHUNK) {
-      const count = Math.min(PEER_INSERT_CHUNK, run.messages - first);
-      queue.addMany(JOB_TYPE, Array.from({ length: count }, (_, index) => ({ n: first + index })));
+    let insertRowsPerSecond: number | undefined;
+    if (isGrowthRun(run)) {
+      for (const range of fillRanges(run)) database.exec(insertSeries(range));
+      database.exec('ANALYZE');
+    } else {
+      const insertStartedAt = performance.now();
+      for (let first = 0; first < run.messages; first += PEER_INSERT_CHUNK) {
+        const count = Math.min(PEER_INSERT_CHUNK, run.messages - first);
+        queue.addMany(JOB_TYPE, Array.from({ length: count }, (_, index) => ({ n: first + index })));
+      }
+      insertRowsPerSecond = rowsPerSecondSince(run.messages, insertStartedAt);
     }
-    const insertRowsPerSecond = rowsPerSecondSince(run.messages, insertStartedAt);
     const onFailed = (_job: unknown, error: string) => watch.recordError(new Error(error));
     const workers = Array.from({ length: run.workers }, () => plainjob.defineWorker(JOB_TYPE, () => watch.recordHandled(), { queue, logger, onFailed }));
     const running = workers.map((worker) => worker.start());
@@ -90,8 +97,20 @@ async function drainWithPlainjob(run: ContenderRun, synchronous: 'NORMAL' | 'FUL
       .map((status) => queue.countJobs({ type: JOB_TYPE, status }))
       .reduce((sum, count) => sum + count, 0);
     const { version } = database.prepare('SELECT sqlite_version() AS version').get() as { version: string };
-    return { measurement, remaining, serverVersion: version, insertRowsPerSecond };
+    return { measurement, remaining, serverVersion: version, ...(insertRowsPerSecond === undefined ? {} : { insertRowsPerSecond }) };
   } finally {
     queue.close();
   }
+}
+
+const EPOCH_MS_NOW = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+
+/** The rows plainjob's `addMany` writes (pending, data as JSON text; due an hour ago or a day ahead, in milliseconds), from a recursive CTE. */
+function insertSeries({ from, to, isDelayed }: FillRange): string {
+  const nextRunAt = `${EPOCH_MS_NOW} ${isDelayed ? '+ 86400000' : '- 3600000'}`;
+  return (
+    `WITH RECURSIVE series(n) AS (SELECT ${from} UNION ALL SELECT n + 1 FROM series WHERE n < ${to}) ` +
+    `INSERT INTO plainjob_jobs (type, data, created_at, next_run_at) ` +
+    `SELECT '${JOB_TYPE}', '{"n":' || n || '}', ${EPOCH_MS_NOW}, ${nextRunAt} FROM series`
+  );
 }

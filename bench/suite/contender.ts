@@ -9,8 +9,44 @@ export interface ContenderRun {
   readonly database: BenchDatabase;
   readonly workers: number;
   readonly messages: number;
+  /**
+   * The growth runs: rows waiting before the drain starts, when more than `messages`. The peer
+   * fills them with one server-side INSERT … SELECT per 100,000 rows into its own tables (its
+   * bulk insert call by call would take most of an hour for a million), and the drain is timed
+   * over its first `messages`; the rows left afterwards are then expected.
+   */
+  readonly backlog?: number;
+  /** The growth runs: rows filled the same way as the backlog but due a day from now, which no claim may take. */
+  readonly delayed?: number;
   /** Aborts on the run's timeout or an interrupt. */
   readonly signal: AbortSignal;
+}
+
+/** Rows per server-side INSERT … SELECT when a peer fills a growth backlog. */
+export const PEER_FILL_STATEMENT_ROWS = 100_000;
+
+/** One server-side fill statement's series `[from, to]`, and whether its rows are due now or a day from now. */
+export interface FillRange {
+  readonly from: number;
+  readonly to: number;
+  readonly isDelayed: boolean;
+}
+
+/** The fill statements of a growth run: the backlog due now, then the delayed rows. */
+export function fillRanges(run: ContenderRun): FillRange[] {
+  const ranges: FillRange[] = [];
+  const add = (first: number, rows: number, isDelayed: boolean) => {
+    for (let from = first; from < first + rows; from += PEER_FILL_STATEMENT_ROWS) ranges.push({ from, to: Math.min(first + rows, from + PEER_FILL_STATEMENT_ROWS) - 1, isDelayed });
+  };
+  const backlog = run.backlog ?? run.messages;
+  add(1, backlog, false);
+  add(backlog + 1, run.delayed ?? 0, true);
+  return ranges;
+}
+
+/** Whether a run has rows filled on the server (a growth run) rather than through the peer's bulk insert. */
+export function isGrowthRun(run: ContenderRun): boolean {
+  return (run.backlog ?? run.messages) > run.messages || (run.delayed ?? 0) > 0;
 }
 
 export interface ContenderOutcome {
