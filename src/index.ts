@@ -10,7 +10,7 @@ export type {
   AsyncApiServer,
   JsonSchema,
 } from './asyncapi/asyncapi-document.js';
-export type { BrokerOptions, Logger } from './broker/broker-options.js';
+export type { BrokerOptions, GaleraOptions, Logger } from './broker/broker-options.js';
 export type { HeartbeatOptions } from './broker/heartbeat.js';
 export type { ListenerStats } from './broker/notify-listener.js';
 export { defineTable, Queue, QueueTable } from './definition/define-table.js';

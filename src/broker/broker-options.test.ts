@@ -43,6 +43,25 @@ describe('the pooler option', () => {
   });
 });
 
+describe('the galera option', () => {
+  it('takes whether every broker writes through one node of the cluster', () => {
+    expect(resolveBrokerOptions({ database: 'mysql://db/app', galera: { singleWriter: true } }).galera).toEqual({ singleWriter: true });
+    expect(resolveBrokerOptions({ database: 'mysql://db/app', galera: { singleWriter: false } }).galera).toEqual({ singleWriter: false });
+    expect(resolveBrokerOptions({ database: 'mysql://db/app' }).galera).toBeUndefined();
+    const refusal = (got: string) =>
+      new DeclarationError(
+        `new Broker: galera must be { singleWriter: true } (every broker writes through one node of the cluster) or { singleWriter: false }, got ${got}`,
+      );
+    expect(() => resolveBrokerOptions({ database: 'mysql://db/app', galera: { singleWriter: 'yes' as unknown as boolean } })).toThrow(
+      refusal('an object with ["singleWriter"] and singleWriter yes'),
+    );
+    expect(() => resolveBrokerOptions({ database: 'mysql://db/app', galera: true as unknown as { singleWriter: boolean } })).toThrow(
+      refusal('true'),
+    );
+    expect(() => resolveBrokerOptions({ database: 'mysql://db/app', galera: {} as { singleWriter: boolean } })).toThrow(refusal('an object with []'));
+  });
+});
+
 describe('millisecond options', () => {
   it.each([
     [{ pollIntervalMs: 2 ** 31 }, 'new Broker: pollIntervalMs must be a number of milliseconds above 0 and at most 2147483647, got 2147483648'],

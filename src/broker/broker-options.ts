@@ -66,6 +66,14 @@ export interface BrokerOptions {
    */
   pooler?: PoolerMode;
   /**
+   * MySQL or MariaDB on a Galera cluster, whose row locks hold on one node only. `singleWriter:
+   * true` says every broker reading this broker's row lock tables writes through one node (its
+   * address, or a proxy that sends every write to one node), which the row lock form needs there.
+   * On a Galera node `start()` refuses the advisory lock form (`GET_LOCK` is the node's own), and
+   * the row lock form without `singleWriter: true`; the lease form runs on every node.
+   */
+  galera?: GaleraOptions;
+  /**
    * Opt-in: write a row about this broker (host, pid, subscriptions and their stats) to a heartbeat
    * table every `intervalMs`, deleted on stop, for `tablequeue dashboard`. The table is created if missing.
    */
@@ -107,6 +115,12 @@ export interface BrokerOptions {
   dialect?: Dialect;
 }
 
+/** See `BrokerOptions.galera`. */
+export interface GaleraOptions {
+  /** Every broker of the row lock tables writes through one node of the cluster. */
+  singleWriter: boolean;
+}
+
 export interface ResolvedBrokerOptions {
   readonly database: string | object;
   readonly poolSize: number | undefined;
@@ -122,6 +136,7 @@ export interface ResolvedBrokerOptions {
   /** Where the LISTEN session connects instead of the pool's settings (`listen: { url }`). */
   readonly listenUrl: string | undefined;
   readonly pooler: PoolerMode | undefined;
+  readonly galera: Readonly<GaleraOptions> | undefined;
   readonly heartbeat: ResolvedHeartbeatOptions | undefined;
   readonly schedulesTable: string;
   readonly dedupeWindowsTable: string;
@@ -150,6 +165,7 @@ const OPTION_KEYS = new Set([
   'maxPayloadBytes',
   'listen',
   'pooler',
+  'galera',
   'heartbeat',
   'schedulesTable',
   'dedupeWindowsTable',
@@ -214,6 +230,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     listen: listenUrl === undefined ? (options.listen as boolean | undefined) : true,
     listenUrl,
     pooler: options.pooler,
+    galera: resolveGaleraOptions(options.galera),
     heartbeat: resolveHeartbeatOptions(options.heartbeat),
     schedulesTable: options.schedulesTable ?? DEFAULT_SCHEDULES_TABLE,
     dedupeWindowsTable: options.dedupeWindowsTable ?? DEFAULT_DEDUPE_WINDOWS_TABLE,
@@ -222,6 +239,23 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     rateLimitsTable: options.rateLimitsTable ?? DEFAULT_RATE_LIMITS_TABLE,
     dialect: options.dialect === undefined ? undefined : acceptServiceDialect(options.dialect),
   });
+}
+
+function resolveGaleraOptions(galera: BrokerOptions['galera']): Readonly<GaleraOptions> | undefined {
+  if (galera === undefined) return undefined;
+  const keys = galera === null || typeof galera !== 'object' ? undefined : Object.keys(galera);
+  if (keys === undefined || keys.length !== 1 || typeof galera.singleWriter !== 'boolean') {
+    throw new DeclarationError(
+      `new Broker: galera must be { singleWriter: true } (every broker writes through one node of the cluster) or { singleWriter: false }, got ${describeGalera(galera)}`,
+    );
+  }
+  return Object.freeze({ singleWriter: galera.singleWriter });
+}
+
+function describeGalera(galera: unknown): string {
+  if (galera === null || typeof galera !== 'object') return String(galera);
+  const singleWriter = (galera as { singleWriter?: unknown }).singleWriter;
+  return `an object with ${JSON.stringify(Object.keys(galera))}${singleWriter === undefined ? '' : ` and singleWriter ${String(singleWriter)}`}`;
 }
 
 function resolveListenUrl(listen: BrokerOptions['listen']): string | undefined {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeclarationError } from '../errors.js';
+import { DeclarationError, UnsupportedError } from '../errors.js';
 import { Broker } from './broker.js';
 
 describe('Broker lifecycle', () => {
@@ -10,5 +10,15 @@ describe('Broker lifecycle', () => {
     expect(failure).toBeInstanceOf(DeclarationError);
     expect((failure as Error).message).toMatch(/this broker has stopped .* create a new Broker, with its subscriptions, to run again/);
     expect((failure as Error).message).not.toMatch(/already called/);
+  });
+});
+
+describe('Broker start on a database that is not a Galera node', () => {
+  it('refuses the galera option anywhere but MySQL and MariaDB', async () => {
+    const broker = new Broker({ database: 'sqlite::memory:', galera: { singleWriter: true } });
+    const failure = await broker.start().catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(UnsupportedError);
+    expect(failure).toMatchObject({ feature: 'galera', database: 'sqlite' });
+    expect((failure as Error).message).toMatch(/^galera is for MySQL and MariaDB Galera clusters, and the database is sqlite .*; remove the option$/);
   });
 });

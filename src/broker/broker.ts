@@ -31,6 +31,7 @@ import { BrokerSchedules } from './broker-schedules.js';
 import { BrokerRetention } from './broker-retention.js';
 import { closeBrokerPool } from './broker-pool-close.js';
 import { listenSupportOf } from './broker-listen.js';
+import { checkGalera } from './broker-galera.js';
 import { checkPooler } from './broker-pooler.js';
 import { openControlRead, type BrokerControlRead, type ControlReadTestHooks } from './broker-control-read.js';
 import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
@@ -209,18 +210,17 @@ export class Broker extends EventEmitter<BrokerEvents> {
     try {
       await driver.open();
       const dialect = await openDialect(driver, this.#options.dialect);
-      checkPooler(this.#options, driver, [
+      const tables = [
         ...[...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
         ...this.#relays.map((relay) => relay.outbox.spec),
-      ]);
+      ];
+      checkPooler(this.#options, driver, tables);
+      checkGalera(this.#options, driver, tables);
       const listen = listenSupportOf(this.#options, driver, dialect);
       if (listen !== undefined && this.#subscriptions.size + this.#relays.length > 0) {
         listener = new NotifyListener({
           ...listen,
-          tables: [
-            ...[...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
-            ...this.#relays.map((relay) => relay.outbox.spec),
-          ],
+          tables,
           wake: (spec, group) => this.#wake(spec, group),
           onError: (error, detail) => this.#reportError(error, detail),
           onWarning: (message) => this.#reportWarning(message),

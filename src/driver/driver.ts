@@ -101,6 +101,11 @@ export interface Driver {
    * and before `open()`.
    */
   readonly pooler?: PoolerFinding | undefined;
+  /**
+   * MySQL and MariaDB, once open: whether the server is a node of a Galera cluster (`wsrep_on`),
+   * where row locks and `GET_LOCK` hold on that node only. Undefined elsewhere and before `open()`.
+   */
+  readonly isGaleraNode?: boolean | undefined;
   /** Connects, checks the server answers; throws `ConnectionError` naming the host. */
   open(): Promise<void>;
   /**

@@ -29,10 +29,16 @@ const MYSQL2_DEFAULT_LIMIT = 10;
 /** The client flag that makes UPDATE report the rows it matched, not only those it changed. */
 const CLIENT_FOUND_ROWS = 0x2;
 /**
- * The driver's protocol (ARCHITECTURE.md, Boundaries): the probe `open` runs,
- * which also tells MariaDB from MySQL, and `cancelRunning`'s kill of a running statement.
+ * The driver's protocol (ARCHITECTURE.md, Boundaries): the probes `open` runs, which tell MariaDB
+ * from MySQL and a node of a Galera cluster from a server of its own (`SHOW` names no variable a
+ * server lacks, so it answers everywhere), and `cancelRunning`'s kill of a running statement.
  */
 const PROBE: BoundStatement = Object.freeze({ name: 'driver.open', sql: 'SELECT VERSION() AS version', values: [] });
+const GALERA_PROBE: BoundStatement = Object.freeze({
+  name: 'driver.open',
+  sql: "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'",
+  values: [],
+});
 const killQuerySql = (threadId: number): string => `KILL QUERY ${threadId}`;
 /** ER_NO_SUCH_THREAD: `KILL QUERY` named a session that is gone. */
 const UNKNOWN_THREAD_ERRNO = 1094;
@@ -72,6 +78,7 @@ class Mysql2Adapter implements ClientAdapter {
    * version says (a mysql:// URL reaches MariaDB too); `mysql` for a service's pool until then.
    */
   #server: 'mysql' | 'mariadb';
+  #isGaleraNode: boolean | undefined;
   #pool: Mysql2PoolLike | undefined;
 
   constructor(options: Mysql2DriverOptions) {
@@ -92,6 +99,10 @@ class Mysql2Adapter implements ClientAdapter {
     return `${this.#server} at ${this.#address.host}:${this.#address.port}`;
   }
 
+  get isGaleraNode(): boolean | undefined {
+    return this.#isGaleraNode;
+  }
+
   get hasPool(): boolean {
     return this.#pool !== undefined;
   }
@@ -102,6 +113,8 @@ class Mysql2Adapter implements ClientAdapter {
     try {
       const { rows } = await execute(PROBE);
       this.#server = /mariadb/i.test(String(rows[0]?.['version'] ?? '')) ? 'mariadb' : 'mysql';
+      const wsrep = (await execute(GALERA_PROBE)).rows[0];
+      this.#isGaleraNode = String(wsrep?.['Value'] ?? '').toUpperCase() === 'ON';
     } catch (error) {
       if (this.ownsPool) {
         this.#pool = undefined;
