@@ -58,14 +58,18 @@ export function timeoutGraceMs(timeoutMs: number): number {
 /**
  * Calls the handler for the decoded messages of one unit on worker `slot` and returns what it
  * returned: in process, or on a worker thread. `transaction` is the delivery's transaction in
- * transactional mode, lent to the handler as `context.tx`. `signal` is the delivery's own:
- * aborted at stop (past the stop timeout) and when one of the unit's rows is cancelled.
+ * transactional mode, lent to the handler as `context.tx`. `abort` is the delivery's own:
+ * aborted at stop (past the stop timeout), at its timeout and when one of the unit's rows is
+ * cancelled. Its `signal` is read only when the handler reads `context.signal`: Node makes an
+ * AbortController's signal on first read, 3.6 to 3.8 µs of CPU against 0.05 µs for the
+ * controller alone (Node 20), and in a profiled PostgreSQL drain of 20,000 messages, whose
+ * handlers never looked at it, making it took 183 ms.
  */
 export type InvokeHandler = (
   messages: Message<unknown>[],
   slot: number,
   transaction: HandlerTransaction | undefined,
-  signal: AbortSignal,
+  abort: AbortController,
 ) => Promise<unknown>;
 
 export interface DeliveryRunnerOptions {
@@ -327,12 +331,11 @@ export class DeliveryRunner {
     if (messages.length > 0) {
       const span = this.#options.observer.tracing?.startProcess(messages);
       const transaction = rows.length === 1 ? rows[0]!.transaction : undefined;
-      const signal = abort.signal;
       const timeoutMs = this.#timeoutOf(messages);
       const { outcomes, failure } =
         timeoutMs === undefined
-          ? await this.#callHandler(messages, slot, transaction, signal, span)
-          : await this.#callWithTimeout({ rows, messages, slot, transaction, signal, span }, abort, timeoutMs, startedAt);
+          ? await this.#callHandler(messages, slot, transaction, abort, span)
+          : await this.#callWithTimeout({ rows, messages, slot, transaction, span }, abort, timeoutMs, startedAt);
       this.counters.handled += messages.length;
       this.#signals.handlerEnded.emit(rows);
       this.#settleAll(rows, outcomes, failure, span, settlements, startedAt);
@@ -349,17 +352,17 @@ export class DeliveryRunner {
     messages: Message<unknown>[],
     slot: number,
     transaction: DeliveryTransaction | undefined,
-    signal: AbortSignal,
+    abort: AbortController,
     span: ProcessSpan | undefined,
   ): Promise<HandlerResult> {
     const { subscription, isBatch, invoke, observer } = this.#options;
     let returned: unknown;
     const startedAt = observer.handlerStarting(messages);
     try {
-      returned = await (span === undefined ? invoke(messages, slot, transaction, signal) : span.run(() => invoke(messages, slot, transaction, signal)));
+      returned = await (span === undefined ? invoke(messages, slot, transaction, abort) : span.run(() => invoke(messages, slot, transaction, abort)));
     } catch (error) {
       span?.fail(error);
-      if (!(signal.reason instanceof CancelledError)) this.counters.handlerErrors += 1;
+      if (!(abort.signal.reason instanceof CancelledError)) this.counters.handlerErrors += 1;
       return { outcomes: this.#backoffOutcomes(messages), failure: { thrown: error, phase: 'handler' } };
     } finally {
       observer.handlerEnded(startedAt);
@@ -416,7 +419,6 @@ export class DeliveryRunner {
       readonly messages: Message<unknown>[];
       readonly slot: number;
       readonly transaction: DeliveryTransaction | undefined;
-      readonly signal: AbortSignal;
       readonly span: ProcessSpan | undefined;
     },
     abort: AbortController,
@@ -435,7 +437,7 @@ export class DeliveryRunner {
       }
       graceTimer = setTimeout(() => giveUp(error), timeoutGraceMs(timeoutMs));
     }, timeoutMs);
-    const handled = this.#callHandler(messages, call.slot, transaction, call.signal, call.span);
+    const handled = this.#callHandler(messages, call.slot, transaction, abort, call.span);
     try {
       const ended = await Promise.race([handled, givenUp]);
       if (!(ended instanceof HandlerTimeoutError)) return ended;

@@ -1,4 +1,5 @@
 import type { ClaimForm, HeldRow } from '../claim/claim-form.js';
+import { contentionOf } from '../claim/contention.js';
 import { createClaimForm } from '../claim/create-claim-form.js';
 import type { ConcurrencyLimits, FormContext } from '../claim/form-context.js';
 import { roundLeaseMs } from '../claim/lease-book.js';
@@ -6,7 +7,7 @@ import type { Queue } from '../definition/define-table.js';
 import type { DeadLetterTarget, Dialect, TableColumns } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
 import { prepareStatements, schemaErrorOf } from '../driver/prepare-statements.js';
-import { DeclarationError, SchemaError, StatementError } from '../errors.js';
+import { DeclarationError, SchemaError } from '../errors.js';
 import type { Observability } from '../observability/observability.js';
 import type { SubscriptionObserver } from '../observability/subscription-observer.js';
 import { bindStatement } from '../statement.js';
@@ -61,6 +62,10 @@ export interface SubscriptionStats {
   readonly cancelled: number;
   readonly leaseRenewals: number;
   readonly leasesLost: number;
+  /**
+   * Claims and lease settlements that met contention and ran again: a deadlock, a lock wait timeout
+   * (claims), or on a Galera cluster a certification failure (claim/contention.ts).
+   */
   readonly deadlocksRetried: number;
   /** Messages whose handler ran past its timeout (`timeoutMs`); their signal was aborted. */
   readonly timedOut: number;
@@ -127,6 +132,8 @@ export class Subscription {
   #runtime: SubscriptionRuntime | undefined;
   #leaseRenewals = 0;
   #leasesLost = 0;
+  /** Lease settlements rolled back by a conflict and run again; counted with the claims' in `deadlocksRetried`. */
+  #settlementsRetried = 0;
   #cancellations: CancellationWatch | undefined;
   #pause: PauseWatch | undefined;
   #rate: RateLimiter | undefined;
@@ -219,6 +226,7 @@ export class Subscription {
       settlementWindowMs: this.#options.coalesceSettlements ? this.#options.settlementWindowMs : undefined,
       onRenewed: () => (this.#leaseRenewals += 1),
       onLost: (id) => this.#leaseLost(id),
+      onConflictRetried: () => (this.#settlementsRetried += 1),
       onError: (error) => runtime.onError(error, { subscription: this.name, phase: 'lease renewal' }),
       keeper: { clock: this.testHooks.clock, signals: this.testHooks.keeper },
     });
@@ -311,7 +319,7 @@ export class Subscription {
         );
       }),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
-      isContention: isClaimContention,
+      contentionOf,
       handBack: (row) => this.#handBack(runtime, row),
       signals: this.testHooks.loop,
       pause: this.#pause,
@@ -426,7 +434,7 @@ export class Subscription {
       cancelled: runner?.cancelled ?? 0,
       leaseRenewals: this.#leaseRenewals,
       leasesLost: this.#leasesLost,
-      deadlocksRetried: loop?.counters.deadlocksRetried ?? 0,
+      deadlocksRetried: (loop?.counters.deadlocksRetried ?? 0) + this.#settlementsRetried,
       timedOut: runner?.timedOut ?? 0,
       paused: this.#pause?.isPausedNow ?? false,
       rate: this.#options.rate,
@@ -448,13 +456,20 @@ export class Subscription {
       database: runtime.dialect.name,
       isPoolOneConnection: runtime.driver.stats().size <= 1,
     };
-    // Each delivery's context carries its own signal (stop, or a cancel of its message).
+    // Each delivery's context carries its own signal (stop, its timeout, or a cancel of its
+    // message), made when the handler first reads it (see InvokeHandler).
+    const withSignal = (abort: AbortController): HandlerContext => ({
+      ...context,
+      get signal() {
+        return abort.signal;
+      },
+    });
     return isBatch
-      ? async (messages, _slot, _tx, signal) => (handler as BatchHandler<unknown>)(messages, { ...context, signal })
-      : async (messages, _slot, tx, signal) =>
+      ? async (messages, _slot, _tx, abort) => (handler as BatchHandler<unknown>)(messages, withSignal(abort))
+      : async (messages, _slot, tx, abort) =>
           (handler as Handler<unknown>)(
             messages[0]!,
-            tx === undefined ? { ...context, signal } : transactionalContext({ ...context, signal }, tx, transactionalOptions),
+            tx === undefined ? withSignal(abort) : transactionalContext(withSignal(abort), tx, transactionalOptions),
           );
   }
 
@@ -527,14 +542,4 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
 function keyOf(unit: DeliveryUnit, column: string): string | null {
   const value = unit[0]?.row[column];
   return value === null || value === undefined ? null : String(value);
-}
-
-/**
- * A claim that met a deadlock or a lock wait timeout: MySQL/MariaDB errno 1213 and 1205,
- * PostgreSQL SQLSTATE 40P01 (deadlock) and 40001 (serialization failure, at repeatable read or
- * serializable). The claim's transaction was rolled back, so it took nothing.
- */
-function isClaimContention(error: unknown): boolean {
-  if (!(error instanceof StatementError)) return false;
-  return error.errno === 1213 || error.errno === 1205 || error.sqlState === '40P01' || error.sqlState === '40001';
 }
