@@ -48,7 +48,8 @@ Parts (--parts):
   --timeout-seconds N      each point ends by itself after this long (default 1800)
   --output FILE            results as JSON (default bench/results/growth.json)
   --chart FILE             the SVG (default docs/benchmarks-growth.svg)
-  --report FILE            print the tables and draw the chart from a results file, run nothing
+  --report FILES           print the tables and draw the chart from results files (a comma-
+                           separated list: runs cut by database or part, reported together), run nothing
   --list                   print the contenders and exit
 
 Servers: POSTGRES_URL (default ${DEFAULT_POSTGRES_URL}) and MARIADB_URL
@@ -93,8 +94,8 @@ export async function runGrowthCommand(argv: string[]): Promise<number> {
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
   const chart = resolve(values.chart);
   if (values.report !== undefined) {
-    const results = JSON.parse(await readFile(resolve(values.report), 'utf8')) as GrowthResults;
-    await writeOutputs(results, undefined, chart);
+    const files = await Promise.all(values.report.split(',').map(async (file) => JSON.parse(await readFile(resolve(file), 'utf8')) as GrowthResults));
+    await writeOutputs(mergeResults(files), undefined, chart);
     return 0;
   }
   const every = growthContenders();
@@ -166,4 +167,27 @@ async function writeOutputs(results: GrowthResults, output: string | undefined, 
   console.log(`\n${formatGrowthMarkdown(results)}\n`);
   if (output !== undefined) console.log(`results: ${output}`);
   console.log(`chart: ${chart}`);
+}
+
+/**
+ * Several runs (one per database or part, when a whole run would not fit in one sitting) as one:
+ * their points together, the first run's settings and machine, the earliest start and latest end.
+ */
+function mergeResults(files: readonly GrowthResults[]): GrowthResults {
+  const [first, ...rest] = files;
+  if (first === undefined) throw new UsageError('--report: name at least one results file');
+  return rest.reduce<GrowthResults>(
+    (merged, file) => ({
+      ...merged,
+      command: `${merged.command}; ${file.command}`,
+      startedAt: file.startedAt < merged.startedAt ? file.startedAt : merged.startedAt,
+      finishedAt: file.finishedAt > merged.finishedAt ? file.finishedAt : merged.finishedAt,
+      isInterrupted: merged.isInterrupted || file.isInterrupted,
+      loadAverageAtEnd: file.loadAverageAtEnd,
+      drains: [...merged.drains, ...file.drains],
+      publishes: [...merged.publishes, ...file.publishes],
+      latencies: [...merged.latencies, ...file.latencies],
+    }),
+    first,
+  );
 }
