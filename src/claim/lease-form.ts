@@ -4,6 +4,7 @@ import { withConnection, withTransaction } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
 import { LeaseLostError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { isRolledBackByConflict, MAX_SETTLEMENT_CONFLICT_RETRIES } from './contention.js';
 import { commitsHandlerWrites, settlementValues, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
@@ -24,6 +25,8 @@ export interface LeaseFormOptions {
   readonly onRenewed: () => void;
   /** A lease was found lost, once per row: by a renewal, or by the settlement. */
   readonly onLost: (id: string) => void;
+  /** A settlement rolled back by a conflict (a deadlock, a Galera certification failure) runs again. */
+  readonly onConflictRetried: () => void;
   readonly onError: (error: unknown) => void;
   /** The renewals' clock and test signals (see LeaseKeeperOptions); the host's clock and dormant signals without. */
   readonly keeper?: Pick<LeaseKeeperOptions, 'clock' | 'signals'>;
@@ -283,8 +286,25 @@ export class LeaseForm implements ClaimForm {
     return true;
   }
 
-  /** Runs a settlement under one token on a connection of its own; false when no row carried that token. */
-  async #runFenced(statements: Statement[], values: ParamValues): Promise<boolean> {
+  /**
+   * Runs a settlement under one token on a connection of its own; false when no row carried that
+   * token. A conflict rolled the settlement back whole, so it runs again: on a Galera cluster a
+   * claim or settlement of the same row committed through another node first fails this one's
+   * certification. If that other write took the row, the token no longer matches and the retry
+   * changes nothing, so a row is never settled twice.
+   */
+  async #runFenced(statements: readonly Statement[], values: ParamValues): Promise<boolean> {
+    for (let retries = 0; ; retries += 1) {
+      try {
+        return await this.#runFencedOnce(statements, values);
+      } catch (error) {
+        if (!isRolledBackByConflict(error) || retries >= MAX_SETTLEMENT_CONFLICT_RETRIES) throw error;
+        this.#options.onConflictRetried();
+      }
+    }
+  }
+
+  async #runFencedOnce(statements: readonly Statement[], values: ParamValues): Promise<boolean> {
     const { driver } = this.#context;
     if (statements.length === 1) {
       const statement = bindStatement(statements[0]!, values);

@@ -119,7 +119,7 @@ export class BrokerMetrics {
       claims: counter('tablequeue_claims_total', 'Claim statements run, including those that took nothing or failed.'),
       emptyClaims: counter('tablequeue_empty_claims_total', 'Claims that found no row to take.'),
       failedClaims: counter('tablequeue_claim_errors_total', 'Claims that failed and were reported (the next claim waits a second).'),
-      deadlocksRetried: counter('tablequeue_deadlocks_retried_total', 'Claims that met a deadlock or lock wait timeout and were retried at once.'),
+      deadlocksRetried: counter('tablequeue_deadlocks_retried_total', 'Claims and lease settlements that met a deadlock, a lock wait timeout or a Galera certification failure and ran again.'),
       handlerErrors: counter('tablequeue_handler_errors_total', 'Handler calls that threw.'),
       decodeFailures: counter('tablequeue_decode_failures_total', 'Claimed rows whose payload or headers did not decode.'),
       leaseRenewals: counter('tablequeue_leases_renewed_total', 'Lease renewals that held.'),

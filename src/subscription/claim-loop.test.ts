@@ -59,7 +59,10 @@ function createLoop(
     budget: new PoolBudget(quietPool),
     claim: claims.claim,
     onClaimError,
-    isContention: (error) => (error as Error).message === 'deadlock',
+    contentionOf: (error) => {
+      const message = (error as Error).message;
+      return message === 'deadlock' ? 'conflict' : message === 'lock wait timeout' ? 'lock wait timeout' : undefined;
+    },
     handBack: () => Promise.resolve(),
     signals,
     pause,
@@ -145,7 +148,7 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
-  it('gives each claim its own contention retries, and reports the claim that runs out of them', async () => {
+  it('gives each claim its own contention retries, and reports the claim that runs out of them on lock wait timeouts', async () => {
     const claims = new ScriptedClaims();
     const reported: unknown[] = [];
     const signals = new ClaimLoopSignals();
@@ -153,12 +156,34 @@ describe('ClaimLoop', () => {
     loop.start();
     for (let attempt = 1; attempt <= MAX_CONTENTION_RETRIES + 1; attempt += 1) {
       await claims.started(attempt);
-      claims.pending[attempt - 1]!.reject(new Error('deadlock'));
+      claims.pending[attempt - 1]!.reject(new Error('lock wait timeout'));
     }
     await signals.claimFailed.next();
     expect(reported).toHaveLength(1);
     expect(loop.counters.deadlocksRetried).toBe(MAX_CONTENTION_RETRIES);
     expect(loop.counters.failedClaims).toBe(1);
+    await loop.stop();
+  });
+
+  it('a claim whose retries all met conflicts gives way unreported, and the next one starts on a wake', async () => {
+    const claims = new ScriptedClaims();
+    const reported: unknown[] = [];
+    const signals = new ClaimLoopSignals();
+    const loop = createLoop(claims, 1, (error) => reported.push(error), signals);
+    signals.waiting.turnOn();
+    loop.start();
+    for (let attempt = 1; attempt <= MAX_CONTENTION_RETRIES + 1; attempt += 1) {
+      await claims.started(attempt);
+      claims.pending[attempt - 1]!.reject(new Error('deadlock'));
+    }
+    expect(await signals.claimGaveWay.next()).toMatchObject({ message: 'deadlock' });
+    // The wait after an empty claim, which a wake ends; not the failed claim's backoff.
+    expect(await signals.waiting.next()).toBe(60_000);
+    expect(reported).toEqual([]);
+    expect(loop.counters).toMatchObject({ deadlocksRetried: MAX_CONTENTION_RETRIES, claimsGaveWay: 1, failedClaims: 0 });
+    loop.wake();
+    await claims.started(MAX_CONTENTION_RETRIES + 2);
+    claims.pending[MAX_CONTENTION_RETRIES + 1]!.resolve([]);
     await loop.stop();
   });
 
@@ -182,7 +207,7 @@ describe('ClaimLoop', () => {
         return claims.claim();
       },
       onClaimError: () => undefined,
-      isContention: () => false,
+      contentionOf: () => undefined,
       handBack: () => Promise.resolve(),
       signals,
     });
@@ -224,7 +249,7 @@ describe('ClaimLoop', () => {
       budget: new PoolBudget(poolOfFour),
       claim: claims.claim,
       onClaimError: () => undefined,
-      isContention: () => false,
+      contentionOf: () => undefined,
       handBack: () => Promise.resolve(),
     });
     loop.start();
