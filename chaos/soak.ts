@@ -2,7 +2,8 @@
  * The soak run: `npm run soak [-- --minutes 10 --db postgres|mariadb|sqlite-file --form lease|rowLock --rate 100]`,
  * with `--workers N`, `--sample-seconds N`, `--hold-snapshot-minutes M [--hold-from-minute F]`,
  * `--storage "fillfactor=70, …"` (PostgreSQL: the table's storage parameters, set after it is
- * made) and `--output FILE`.
+ * made), `--backlog N` (rows parked in another queue of the table before the run, which nothing
+ * claims: a table that also holds delayed jobs or other queues) and `--output FILE`.
  * One broker publishes a steady stream at the asked rate and drains it, with retries and dead
  * letters mixed in: of every 50 messages, 4 throw on their first attempt (retried after a
  * backoff), 1 asks for a delayed retry on its first attempt, and 1 always throws (dead-lettered
@@ -25,7 +26,7 @@ import { mariadbStand } from '../conformance/stands/mariadb-stand.js';
 import { postgresStand } from '../conformance/stands/postgres-stand.js';
 import { sqliteFileStand } from '../conformance/stands/sqlite-stand.js';
 import type { Stand, TestDatabase } from '../conformance/stand.js';
-import { Broker, defineTable, Outcome, type TableDeclaration } from '../src/index.js';
+import { Broker, defineTable, Outcome, type Queue, type TableDeclaration } from '../src/index.js';
 import { sleep, waitFor, withDatabase } from './chaos-processes.js';
 import { ClaimProbe, HeldSnapshot, readTableHealth, type TableHealth } from './soak-table-health.js';
 
@@ -55,6 +56,7 @@ const { values } = parseArgs({
     'hold-snapshot-minutes': { type: 'string', default: '0' },
     'hold-from-minute': { type: 'string', default: '1' },
     storage: { type: 'string' },
+    backlog: { type: 'string', default: '0' },
     output: { type: 'string', default: fileURLToPath(new URL('./results/soak.json', import.meta.url)) },
   },
 });
@@ -95,6 +97,8 @@ const workers = Number(values.workers);
 const sampleEveryMs = Number(values['sample-seconds']) * 1000;
 const holdFromMs = Number(values['hold-from-minute']) * 60_000;
 const holdForMs = Number(values['hold-snapshot-minutes']) * 60_000;
+const backlog = Number(values.backlog);
+const BACKLOG_CHUNK = 5_000;
 if (holdForMs > 0 && stand.kind === 'sqlite') throw new Error('--hold-snapshot-minutes needs PostgreSQL or MariaDB');
 if (values.storage !== undefined && stand.kind !== 'postgres') throw new Error('--storage sets PostgreSQL storage parameters');
 const collect = (globalThis as { gc?: () => void }).gc;
@@ -104,6 +108,7 @@ await withDatabase(stand, async (db) => {
   for (const sql of table.createTableSql(stand.ddlDialect)) await db.exec(sql);
   if (values.storage !== undefined) await db.exec(`ALTER TABLE soak_jobs SET (${values.storage})`);
   const queue = table.queue<{ n: number }>('soak');
+  if (backlog > 0) await park(stand, db, table.queue<{ n: number }>('parked'), backlog);
   const broker = new Broker({ database: db.brokerDatabase as string, pool: { max: POOL_MAX }, pollIntervalMs: 100, leaseMs: 5_000 });
   const errors: Record<string, number> = {};
   broker.on('error', (_error: unknown, detail: { phase?: string } = {}) => {
@@ -205,6 +210,7 @@ await withDatabase(stand, async (db) => {
     rate,
     workers,
     storage: values.storage,
+    backlog,
     heldSnapshot: holdForMs === 0 ? undefined : { fromMinute: holdFromMs / 60_000, minutes: holdForMs / 60_000 },
     published,
     acked: final.acked,
@@ -253,6 +259,25 @@ await withDatabase(stand, async (db) => {
   console.log(isHealthy ? 'soak passed' : 'SOAK FAILED');
   process.exitCode = isHealthy ? 0 : 1;
 });
+
+/**
+ * `rows` rows in a queue no one subscribes to, published before the run; then (PostgreSQL) a
+ * VACUUM ANALYZE, so that every run starts from the same statistics and visibility map.
+ */
+async function park(of: Stand, db: TestDatabase, parked: Queue<{ n: number }>, rows: number): Promise<void> {
+  const publisher = new Broker({ database: db.brokerDatabase as string });
+  await publisher.start();
+  try {
+    for (let done = 0; done < rows; done += BACKLOG_CHUNK) {
+      const count = Math.min(BACKLOG_CHUNK, rows - done);
+      await publisher.publishMany(parked, Array.from({ length: count }, (_, index) => ({ payload: { n: done + index } })));
+    }
+  } finally {
+    await publisher.stop();
+  }
+  if (of.kind === 'postgres') await db.exec('VACUUM ANALYZE soak_jobs');
+  console.log(`-- ${rows} rows parked in queue "parked"`);
+}
 
 /** Sessions the server shows on the run's database, leaving out the admin session that asks. */
 async function serverSessions(of: Stand, db: TestDatabase): Promise<number> {
