@@ -36,6 +36,8 @@ export interface GrowthSettings {
   readonly latencyIntervalMs: number;
   readonly latencyBacklog: number;
   readonly contenders: readonly GrowthContender[];
+  /** PostgreSQL storage parameters set on tablequeue's tables before the fill (a DDL change tried out). */
+  readonly storage: string | undefined;
   readonly runTimeoutMs: number;
   readonly servers: BenchServers;
 }
@@ -189,7 +191,7 @@ async function drainPoint(
   const base = { part, database, contender: contender.id, kind: contender.kind, label: contender.label, workers, backlog, delayed, tableRows: backlog + delayed, groups: 1, timed };
   try {
     const result = await withDeadline(settings, interrupt, (signal) =>
-      onFreshDatabase(settings, database, (fresh) => contender.run({ database: fresh, workers, backlog, delayed, first: timed, signal })),
+      onFreshDatabase(settings, database, (fresh) => contender.run({ database: fresh, workers, backlog, delayed, first: timed, storage: settings.storage, signal })),
     );
     return { ...base, ...figuresOf(result), loadAverage: loadavg()[0]! };
   } catch (error) {
@@ -239,7 +241,7 @@ async function groupsPoint(
         const table = growthTable('grouped');
         const fillStartedAt = performance.now();
         const blocks: FillBlock[] = [{ rows: tableRows, timing: 'due', group: { groups } }];
-        await fillGrowthTable(fresh, table, blocks);
+        await fillGrowthTable(fresh, table, blocks, settings.storage);
         const fillSeconds = (performance.now() - fillStartedAt) / 1000;
         const probe = await ClaimProbe.start(fresh, table, BENCH_QUEUE_NAME, shape.claimLimit);
         let claim: ClaimTiming | undefined;
@@ -270,7 +272,7 @@ async function publishPoint(settings: GrowthSettings, options: { database: Bench
   try {
     const rowsPerSecond = await onFreshDatabase(settings, database, async (fresh) => {
       const table = growthTable('single');
-      await fillGrowthTable(fresh, table, [{ rows: tableRows, timing: 'due' }]);
+      await fillGrowthTable(fresh, table, [{ rows: tableRows, timing: 'due' }], settings.storage);
       const broker = new Broker({ database: fresh.url, pool: { max: 2 } });
       await broker.start();
       let seconds: number;
@@ -313,7 +315,7 @@ async function latencyPoint(settings: GrowthSettings, interrupt: AbortSignal, op
     return await withDeadline(settings, interrupt, (signal) =>
       onFreshDatabase(settings, database, async (fresh) => {
         const table = growthTable('grouped');
-        await fillGrowthTable(fresh, table, [{ rows: backlog, timing: 'due', group: 'backlog' }]);
+        await fillGrowthTable(fresh, table, [{ rows: backlog, timing: 'due', group: 'backlog' }], settings.storage);
         const watch = new LatencyWatch(settings.latencyMessages, signal);
         const broker = new Broker({ database: fresh.url, pool: { max: settings.workerCounts[database] + 4 } });
         broker.on('error', (error) => watch.recordError(error));

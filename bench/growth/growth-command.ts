@@ -45,6 +45,8 @@ Parts (--parts):
   --latency-interval-ms N  (default 20)
   --latency-backlog N      (default 1000000)
   --only LIST              contender ids (see --list)
+  --storage TEXT           PostgreSQL storage parameters set on tablequeue's tables before the
+                           fill, e.g. "fillfactor=90": a change of the DDL tried before it is made
   --timeout-seconds N      each point ends by itself after this long (default 1800)
   --output FILE            results as JSON (default bench/results/growth.json)
   --chart FILE             the SVG (default docs/benchmarks-growth.svg)
@@ -78,6 +80,7 @@ export async function runGrowthCommand(argv: string[]): Promise<number> {
       'latency-interval-ms': { type: 'string', default: '20' },
       'latency-backlog': { type: 'string', default: '1000000' },
       only: { type: 'string' },
+      storage: { type: 'string' },
       'timeout-seconds': { type: 'string', default: '1800' },
       output: { type: 'string', default: DEFAULT_OUTPUT },
       chart: { type: 'string', default: DEFAULT_CHART },
@@ -112,6 +115,7 @@ export async function runGrowthCommand(argv: string[]): Promise<number> {
     }
   }
   const workers = readCount(values.workers, '--workers', 1);
+  if (values.storage !== undefined && values.db !== 'postgres') throw new UsageError('--storage sets PostgreSQL storage parameters: run it with --db postgres');
   const settings: GrowthSettings = {
     databases: readList(values.db, '--db', BENCH_DATABASE_NAMES),
     parts: readList(values.parts, '--parts', GROWTH_PARTS),
@@ -128,6 +132,7 @@ export async function runGrowthCommand(argv: string[]): Promise<number> {
     latencyIntervalMs: readCount(values['latency-interval-ms'], '--latency-interval-ms', 1),
     latencyBacklog: readCount(values['latency-backlog'], '--latency-backlog', 1),
     contenders,
+    storage: values.storage,
     runTimeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
     servers: serversFromEnvironment(),
   };

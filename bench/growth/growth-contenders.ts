@@ -15,6 +15,8 @@ export interface GrowthDrainRun {
   readonly backlog: number;
   readonly delayed: number;
   readonly first: number;
+  /** PostgreSQL storage parameters for tablequeue's table (`--storage`); peers ignore it. */
+  readonly storage: string | undefined;
   readonly signal: AbortSignal;
 }
 
@@ -108,7 +110,7 @@ function libraryContender(shape: LibraryShape): GrowthContender {
       const blocks: FillBlock[] = [{ rows: run.backlog, timing: 'due' }];
       if (run.delayed > 0) blocks.push({ rows: run.delayed, timing: 'delayed' });
       const fillStartedAt = performance.now();
-      await fillGrowthTable(run.database, table, blocks);
+      await fillGrowthTable(run.database, table, blocks, run.storage);
       const fillSeconds = (performance.now() - fillStartedAt) / 1000;
       const probe = await ClaimProbe.start(run.database, table, '', shape.claimLimit);
       let measurement: DrainMeasurement;

@@ -50,12 +50,14 @@ export interface FillBlock {
  * the fill, as a bulk load is done; then the planner's statistics (and on PostgreSQL the vacuum
  * that autovacuum would run after an insert this large, and a checkpoint), so no drain pays for
  * the load. Payloads are the JSON bytes the publisher writes (`{"n":…}`); each block's rows are
- * due in id order, a microsecond apart on the servers.
+ * due in id order, a microsecond apart on the servers. `storage` (PostgreSQL): storage parameters
+ * set on the table before the fill, e.g. `fillfactor=90`, to try a change of the DDL.
  */
-export async function fillGrowthTable(database: BenchDatabase, table: QueueTable, blocks: readonly FillBlock[]): Promise<void> {
+export async function fillGrowthTable(database: BenchDatabase, table: QueueTable, blocks: readonly FillBlock[], storage?: string): Promise<void> {
   await withDriver(database, async (driver) => {
     const [createTable, ...createIndexes] = table.createTableSql(database.name);
     await runSql(driver, createTable!);
+    if (storage !== undefined) await runSql(driver, `ALTER TABLE ${table.spec.qualifiedName} SET (${storage})`);
     let first = 1;
     for (const block of blocks) {
       for (let offset = 0; offset < block.rows; offset += FILL_STATEMENT_ROWS) {
