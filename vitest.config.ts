@@ -12,6 +12,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['src/**/*.test.ts'],
+          // A few unit files run the TypeScript compiler over the sources (the CLI's flag hints,
+          // the dashboard's page script): 2 to 3 s alone, past Vitest's 5 s default while a
+          // database file runs beside them on a loaded two-core machine.
+          testTimeout: 20_000,
         },
       },
       {
