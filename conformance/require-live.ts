@@ -1,5 +1,6 @@
 import { describe, it, type TestContext } from 'vitest';
 import type { Stand, StandName } from './stand.js';
+import { GALERA_URLS_VARIABLE } from './stands/galera-stand.js';
 import { MARIADB_URL_VARIABLE } from './stands/mariadb-stand.js';
 import { PGBOUNCER_SESSION_URL_VARIABLE, PGBOUNCER_TRANSACTION_URL_VARIABLE } from './stands/pgbouncer-stand.js';
 import { POSTGRES_URL_VARIABLE } from './stands/postgres-stand.js';
@@ -19,6 +20,7 @@ const URL_VARIABLES: Partial<Record<StandName, string>> = {
   'pgbouncer-transaction': PGBOUNCER_TRANSACTION_URL_VARIABLE,
   'pgbouncer-session': PGBOUNCER_SESSION_URL_VARIABLE,
   mariadb: MARIADB_URL_VARIABLE,
+  galera: GALERA_URLS_VARIABLE,
   mysql: 'MYSQL_URL',
 };
 

@@ -7,6 +7,7 @@ export type StandName =
   | 'pgbouncer-transaction'
   | 'pgbouncer-session'
   | 'mariadb'
+  | 'galera'
   | 'mysql'
   | 'sqlite-file'
   | 'sqlite-memory';
@@ -39,8 +40,11 @@ export interface TestDatabase {
   readonly brokerDatabase: unknown;
   /** A URL another process can open; undefined when the database lives in this process only. */
   readonly url: string | undefined;
-  /** What every broker of the stand declares beside `database` (a pooler, the LISTEN connection's URL). */
-  readonly brokerOptions?: Pick<BrokerOptions, 'pooler' | 'listen'>;
+  /**
+   * What every broker of the stand declares beside `database` (a pooler, the LISTEN connection's
+   * URL, a Galera cluster's one writer node).
+   */
+  readonly brokerOptions?: Pick<BrokerOptions, 'pooler' | 'listen' | 'galera'>;
   /** Runs statements with no result (DDL) on an admin connection. */
   exec(sql: string): Promise<void>;
   /** Runs one query on an admin connection with positional parameters (`$1` on Postgres, `?` elsewhere). */

@@ -8,9 +8,10 @@
 #   galera-cluster.sh status       each node's state; exits 0 only when all three are Synced together
 #   galera-cluster.sh pid N        node N's server process id (a test kills it)
 #
-# Node N (1 to 3) serves clients on 127.0.0.1:331N, as root without a password, and talks to the
-# other nodes on 457N (group communication), 458N (incremental transfers) and 459N (rsync state
-# transfers). Its data lives under $TABLEQUEUE_GALERA_DIR (default: a directory in $TMPDIR).
+# Node N (1 to 3) serves clients on 127.0.0.1:331N (root without a password; database test) and
+# talks to the other nodes on 457N (group communication), 458N (incremental transfers) and 459N
+# (rsync state transfers). Its data lives under $TABLEQUEUE_GALERA_DIR (default: a directory in
+# $TMPDIR).
 set -euo pipefail
 
 readonly NODES=(1 2 3)
@@ -82,6 +83,9 @@ wsrep_node_address = 127.0.0.1:457$node
 # A killed node is declared gone after 3 s without a word from it (Galera's default is 5 s, and
 # 15 s before it is evicted), so the cluster is whole again soon after a test restarts it.
 wsrep_provider_options = "gmcast.listen_addr=tcp://127.0.0.1:457$node;ist.recv_addr=127.0.0.1:458$node;gcache.size=64M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S"
+# A certification failure of a statement outside a transaction reaches the client at once
+# (Galera's default retries it once on the server), so tablequeue's own retries are what is tested.
+wsrep_retry_autocommit = 0
 wsrep_sst_method = rsync
 wsrep_sst_receive_address = 127.0.0.1:459$node
 CNF
@@ -139,7 +143,9 @@ bootstrap() {
   launch 1 --wsrep-new-cluster
   wait_until 'node 1 answering' is_answering 1
   # Clients connect over TCP from 127.0.0.1; root@localhost matches that only by a name lookup.
-  sql 1 "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION"
+  # The stand's URLs name the database test, as the plain MariaDB server's do.
+  sql 1 "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+    CREATE DATABASE IF NOT EXISTS test"
   # The joiners start from a copy of the first node's data after a clean shutdown, which records
   # the cluster's position, so they join with nothing to transfer: a full rsync transfer took 5 s
   # per node, one node at a time.

@@ -7,9 +7,14 @@ import type { Stand, TestDatabase } from '../stand.js';
 import { createTestDatabaseName, urlWithDatabase } from './test-database-name.js';
 
 export interface MysqlFamilyStandOptions {
-  readonly name: 'mysql' | 'mariadb';
+  /** `galera`: MariaDB nodes of a Galera cluster. */
+  readonly name: 'mysql' | 'mariadb' | 'galera';
   /** A server URL (`mysql://…` or `mariadb://…`); its database only serves to connect. */
   readonly serverUrl: string;
+  /** Where the stand's brokers cannot do what the dialect can (a Galera node's session locks). */
+  readonly capabilities?: Partial<Stand['capabilities']>;
+  /** What every broker of the stand declares (see `TestDatabase.brokerOptions`). */
+  readonly brokerOptions?: TestDatabase['brokerOptions'];
 }
 
 const REACH_TIMEOUT_MS = 2_000;
@@ -19,12 +24,13 @@ const REACH_TIMEOUT_MS = 2_000;
  * factory with `name: 'mysql'` and a MySQL 8 URL.
  */
 export function createMysqlFamilyStand(options: MysqlFamilyStandOptions): Stand {
-  const { name, serverUrl } = Object.freeze({ ...options });
+  const { name, serverUrl, brokerOptions } = Object.freeze({ ...options });
+  const flavor = name === 'mysql' ? 'mysql' : 'mariadb';
   return {
     name,
     kind: 'mysql',
-    ddlDialect: name,
-    capabilities: { ...createDialect(name).capabilities, supportsProcesses: true },
+    ddlDialect: flavor,
+    capabilities: { ...createDialect(flavor).capabilities, supportsProcesses: true, ...options.capabilities },
     async isReachable() {
       try {
         const connection = await connect(serverUrl, { connectTimeout: REACH_TIMEOUT_MS });
@@ -39,7 +45,7 @@ export function createMysqlFamilyStand(options: MysqlFamilyStandOptions): Stand 
       await withServerConnection(serverUrl, (server) => server.query(`CREATE DATABASE ${database}`));
       const url = urlWithDatabase(serverUrl, database);
       const admin = await connect(url, { multipleStatements: true });
-      return openTestDatabase({ serverUrl, database, url, admin });
+      return openTestDatabase({ serverUrl, database, url, admin, brokerOptions });
     },
   };
 }
@@ -49,12 +55,14 @@ function openTestDatabase(options: {
   database: string;
   url: string;
   admin: mysql.Connection;
+  brokerOptions: TestDatabase['brokerOptions'];
 }): TestDatabase {
-  const { serverUrl, database, url, admin } = options;
+  const { serverUrl, database, url, admin, brokerOptions } = options;
   const drivers: Driver[] = [];
   return {
     brokerDatabase: url,
     url,
+    ...(brokerOptions === undefined ? {} : { brokerOptions }),
     async exec(sql) {
       await admin.query(sql);
     },
