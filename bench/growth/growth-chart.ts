@@ -9,9 +9,9 @@ const PLOT_RIGHT = 16;
 const PLOT_TOP = 34;
 const PLOT_BOTTOM = 40;
 const FONT = 'font-family="system-ui, -apple-system, Segoe UI, sans-serif"';
-/** tablequeue's lines in blues, the peers' in oranges and reds. */
+/** tablequeue's lines in blues and violet, the peers' in orange, red, green and brown. */
 const SERVICE_COLOURS = ['#1d4ed8', '#0891b2', '#7c3aed'];
-const PEER_COLOURS = ['#ea580c', '#b91c1c', '#ca8a04', '#a16207'];
+const PEER_COLOURS = ['#ea580c', '#b91c1c', '#65a30d', '#a16207'];
 
 interface Series {
   readonly label: string;
@@ -93,7 +93,7 @@ function drainSeries(points: readonly DrainGrowthPoint[], value: (point: DrainGr
 }
 
 function renderPanel(title: string, series: readonly Series[], unit: string, left: number, top: number): { svg: string; bottom: number } {
-  const parts = [text(left, top + 18, title, { size: 13, weight: 'bold' })];
+  const parts = [text(left, top + 18, `${title} (${unit})`, { size: 13, weight: 'bold' })];
   const xs = series.flatMap((line) => line.points.map((point) => point.x));
   const ys = series.flatMap((line) => line.points.map((point) => point.y));
   const xLow = 10 ** Math.floor(Math.log10(Math.min(...xs)));
@@ -114,7 +114,6 @@ function renderPanel(title: string, series: readonly Series[], unit: string, lef
     parts.push(`<line x1="${xOf(tick).toFixed(1)}" y1="${plotTop}" x2="${xOf(tick).toFixed(1)}" y2="${plotTop + plotHeight}" stroke="#e5e7eb"/>`);
     parts.push(text(xOf(tick), plotTop + plotHeight + 13, formatCount(tick), { size: 10, anchor: 'middle', fill: '#6b7280' }));
   }
-  parts.push(text(plotLeft - 6, plotTop - 6, unit, { size: 10, anchor: 'end', fill: '#6b7280' }));
   for (const line of series) {
     const coordinates = line.points.map((point) => `${xOf(point.x).toFixed(1)},${yOf(point.y).toFixed(1)}`).join(' ');
     parts.push(`<polyline points="${coordinates}" fill="none" stroke="${line.colour}" stroke-width="2"${line.isDashed ? ' stroke-dasharray="6 4"' : ''}/>`);
