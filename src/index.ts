@@ -125,6 +125,8 @@ export type {
   ClockName,
   IsolationLevel,
   KeyPart,
+  ServiceStatementName,
+  ServiceStatements,
   SqliteBeginMode,
   TableDeclaration,
   TableSpec,

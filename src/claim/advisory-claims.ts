@@ -5,6 +5,7 @@ import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { bindStatement, type Statement } from '../statement.js';
 import { commitsHandlerWrites, settlementValues, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
 import type { FormContext } from './form-context.js';
+import { fetchRows, serviceStatementsOf, settlementStatementNameOf, type ServiceStatementSet } from './service-statements.js';
 
 /** The statements both advisory forms run, rendered once when the subscription opens. */
 export interface AdvisoryStatementSet {
@@ -33,6 +34,8 @@ export interface Candidate {
 export class AdvisoryClaims {
   readonly context: FormContext;
   readonly statements: AdvisoryStatementSet;
+  /** The table's statements of the service's own; undefined without. */
+  readonly service: ServiceStatementSet | undefined;
   /** Connections claims hold right now: the candidate select's, and rows not yet handed out. */
   readonly #claimConnections = new Set<Connection>();
   /** Connections of deliveries handed out and not yet settled or handed back. */
@@ -40,13 +43,15 @@ export class AdvisoryClaims {
 
   constructor(context: FormContext) {
     this.context = context;
+    this.service = serviceStatementsOf(context);
     this.statements = renderAdvisoryStatements(context);
   }
 
   /** The statements for the start-up prepare check, besides a form's own. */
   get statementList(): Statement[] {
     const { candidates, take, settlements } = this.statements;
-    return [candidates, ...(take.kind === 'single' ? [take.statement] : [take.count, take.read]), ...Object.values(settlements).flat()];
+    const service = this.service?.statements ?? [];
+    return [candidates, ...(take.kind === 'single' ? [take.statement] : [take.count, take.read]), ...Object.values(settlements).flat(), ...service];
   }
 
   /** Connections that deliveries hold: one per row handed out and not yet settled. */
@@ -91,8 +96,22 @@ export class AdvisoryClaims {
     return candidates;
   }
 
-  /** The row with the attempt as it stood before, or undefined when it is no longer claimable. */
+  /**
+   * The row with the attempt as it stood before, or undefined when it is no longer claimable.
+   * With a fetch of the service's own, the row as it reads it, the attempt still the take's; a
+   * fetch that fails or finds no row throws, and the claim ends the session.
+   */
   async take(connection: Connection, candidate: Candidate, now: Date): Promise<Record<string, unknown> | undefined> {
+    const row = await this.#takeRow(connection, candidate, now);
+    const fetch = this.service?.fetch;
+    if (row === undefined || fetch === undefined) return row;
+    const [fetched] = await fetchRows(connection, this.context, fetch, [candidate.idValue]);
+    const attempt = this.context.spec.attempt;
+    if (attempt !== undefined && attempt in fetched!) fetched![attempt] = row[attempt];
+    return fetched;
+  }
+
+  async #takeRow(connection: Connection, candidate: Candidate, now: Date): Promise<Record<string, unknown> | undefined> {
     const values = { id: candidate.idValue, group: this.context.group, now };
     const take = this.statements.take;
     if (take.kind === 'single') return (await connection.execute(bindStatement(take.statement, values))).rows[0];
@@ -109,7 +128,7 @@ export class AdvisoryClaims {
 
   /** Settles on a connection of its own, taken only for the settlement's statements. */
   async settleAlone(claimed: ClaimedRow, settlement: Settlement): Promise<void> {
-    if (this.statements.settlements[settlement.kind].length === 0) return;
+    if (this.#statementsOf(settlement).statements.length === 0) return;
     await withConnection(this.context.driver, (connection) => this.#runSettlement(connection, claimed, settlement));
   }
 
@@ -132,7 +151,7 @@ export class AdvisoryClaims {
         await connection.execute(bindStatement(this.statements.rollback, {}));
         transaction.rolledBack();
       }
-      await this.#runSettlement(connection, claimed, settlement);
+      await this.#runSettlement(connection, claimed, settlement, keepsHandlerWrites);
       if (keepsHandlerWrites) await connection.execute(bindStatement(this.statements.commit, {}));
     } catch (error) {
       transaction?.rolledBack();
@@ -160,21 +179,35 @@ export class AdvisoryClaims {
     }
   }
 
-  /** No statement for a retry; a move into a table is two statements in one transaction. */
-  async #runSettlement(connection: Connection, claimed: ClaimedRow, settlement: Settlement): Promise<void> {
-    const statements = this.statements.settlements[settlement.kind];
+  /**
+   * No statement for a retry; a move into a table is two statements in one transaction, and the
+   * service's own statements always run in one. `inTransaction`: the delivery's is open already.
+   */
+  async #runSettlement(connection: Connection, claimed: ClaimedRow, settlement: Settlement, inTransactionAlready = false): Promise<void> {
+    const { statements, isOwn } = this.#statementsOf(settlement);
     const values = settlementValues(claimed.idValue, settlement);
     const run = async () => {
       for (const statement of statements) await connection.execute(bindStatement(statement, values));
     };
-    await (statements.length <= 1 ? run() : inTransaction(connection, this.statements, run));
+    await (inTransactionAlready || (statements.length <= 1 && !isOwn) ? run() : inTransaction(connection, this.statements, run));
+  }
+
+  #statementsOf(settlement: Settlement): { statements: readonly Statement[]; isOwn: boolean } {
+    const own = this.service?.settlements[settlementStatementNameOf(settlement)];
+    return own === undefined ? { statements: this.statements.settlements[settlement.kind], isOwn: false } : { statements: own, isOwn: true };
   }
 }
 
-/** Runs a lock or unlock statement for `key`: true when its one integer is 1. */
+/**
+ * Runs a lock or unlock statement for `key`: true when its one value is 1 (or true). A dialect's
+ * names the column `ADVISORY_CONFIRMED_COLUMN`; one of the service's own answers in its first column.
+ */
 export async function confirms(connection: Connection, statement: Statement, key: string): Promise<boolean> {
-  const answer = (await connection.execute(bindStatement(statement, { key }))).rows[0];
-  return Number(answer?.[ADVISORY_CONFIRMED_COLUMN]) === 1;
+  const result = await connection.execute(bindStatement(statement, { key }));
+  const answer = result.rows[0];
+  if (answer === undefined) return false;
+  const value = ADVISORY_CONFIRMED_COLUMN in answer ? answer[ADVISORY_CONFIRMED_COLUMN] : answer[result.columns[0] ?? ''];
+  return value === true || Number(value) === 1;
 }
 
 /**

@@ -5,6 +5,7 @@ import { createDeferred } from '../internal/deferred.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 import { bindRepeated, bindStatement, type Statement } from '../statement.js';
 import { commitsHandlerWrites, settlementValues, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
+import { settlementStatementNameOf, type ServiceStatementSet } from './service-statements.js';
 
 /** The statements a claim transaction runs after the claim, rendered once when the subscription opens. */
 export interface ClaimTransactionStatements {
@@ -12,6 +13,8 @@ export interface ClaimTransactionStatements {
   /** Transactional mode: undoes the handler's writes, back to the savepoint set after the claim. */
   readonly rollbackToSavepoint: Statement;
   readonly settlements: Readonly<Record<Settlement['kind'], Statement[]>>;
+  /** The table's settlements of the service's own, which replace the built-in ones of their kind. */
+  readonly serviceSettlements?: ServiceStatementSet['settlements'] | undefined;
   /**
    * Finishes (ack, drop) of `rowCount` rows in one statement, where the dialect has one. A
    * batch's finishes then wait for its last settlement and go together before the commit,
@@ -114,7 +117,8 @@ export class ClaimTransaction {
     try {
       if (!commitsHandlerWrites(settlement)) await this.#rollBackHandlerWrites();
       this.#handlerTransaction?.endLoan();
-      for (const statement of statements.settlements[settlement.kind]) {
+      const own = statements.serviceSettlements?.[settlementStatementNameOf(settlement)];
+      for (const statement of own ?? statements.settlements[settlement.kind]) {
         await connection.execute(bindStatement(statement, values));
       }
     } catch (error) {

@@ -31,6 +31,11 @@ export interface LeaseClaimerOptions {
    * limits' opens it) behind the rate guard, takes at most the free slots and uses one per row.
    */
   readonly rate?: { readonly begin: readonly Statement[]; readonly claim: RateClaim } | undefined;
+  /**
+   * Select-then-stamp with a claim of the service's own: reads the rows to stamp in place of
+   * running `select` (its ids, then their rows fetched), in the claim's transaction.
+   */
+  readonly selectRows?: ((connection: Connection, values: ParamValues) => Promise<Record<string, unknown>[]>) | undefined;
 }
 
 /**
@@ -158,7 +163,8 @@ export class LeaseClaimer {
       await transaction.rollBack();
       return [];
     }
-    const selected = (await connection.execute(bindStatement(claim.select, values))).rows;
+    const selectRows = this.#options.selectRows;
+    const selected = selectRows === undefined ? (await connection.execute(bindStatement(claim.select, values))).rows : await selectRows(connection, values);
     if (selected.length > 1 && claim.stampAll !== undefined) {
       const ids = selected.map((row) => row[idColumn]);
       // Padded to a power of two with the last id, so few texts are ever prepared.

@@ -14,6 +14,7 @@ import { LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
 import { LeaseDeliveryTransaction } from './lease-delivery-transaction.js';
 import { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.js';
 import { readClaimedRow } from './row-values.js';
+import { claimedIds, fetchRows, serviceStatementsOf, settlementStatementNameOf, withFetchedRow, type ServiceStatementSet } from './service-statements.js';
 
 export interface LeaseFormOptions {
   readonly leaseMs: number;
@@ -78,6 +79,8 @@ export class LeaseForm implements ClaimForm {
   readonly #claimer: LeaseClaimer;
   readonly #keeper: LeaseKeeper;
   readonly #coalesced: LeaseCoalescedSettlements | undefined;
+  /** The table's statements of the service's own; undefined without. */
+  readonly #service: ServiceStatementSet | undefined;
   /** Single-statement claims that run side by side (Postgres without FIFO groups), gathered per turn. */
   readonly #gatherer: LeaseClaimGatherer | undefined;
   /** Slots whose settlement began and has not ended. */
@@ -87,14 +90,16 @@ export class LeaseForm implements ClaimForm {
     this.#context = context;
     this.#options = options;
     this.holdsConnection = context.transactional;
+    this.#service = serviceStatementsOf(context);
     // Claims under concurrency or rate limits wait on one guard per queue anyway: one claim fills every idle worker.
     this.claimsOneAtATime =
       claimsOneAtATime(context) ||
       context.dialect.capabilities.leaseClaimLocksRows ||
       context.concurrency !== undefined ||
       context.rate !== undefined;
-    this.#statements = renderLeaseStatements(context);
+    this.#statements = renderLeaseStatements(context, this.#service);
     const { claim, commit, rollback, concurrency, rateBegin } = this.#statements;
+    const service = this.#service;
     this.#claimer = new LeaseClaimer({
       claim,
       commit,
@@ -103,6 +108,13 @@ export class LeaseForm implements ClaimForm {
       stopsAtFirstTaken: false,
       concurrency,
       rate: context.rate && { begin: rateBegin, claim: context.rate },
+      selectRows:
+        service?.claim === undefined
+          ? undefined
+          : async (connection, values) => {
+              const rows = (await connection.execute(bindStatement(service.claim!, values))).rows;
+              return fetchRows(connection, context, service.fetch!, claimedIds(rows, context, service.claim!, Number(values.limit)));
+            },
     });
     this.#keeper = new LeaseKeeper({
       driver: context.driver,
@@ -140,9 +152,10 @@ export class LeaseForm implements ClaimForm {
   get statements(): Statement[] {
     const { extend, release, confirm, settlements } = this.#statements;
     const claims = this.#claimer.statements;
-    const transactional = this.#context.transactional ? [confirm] : [];
+    const confirms = this.#context.transactional || Object.keys(this.#service?.settlements ?? {}).length > 0 ? [confirm] : [];
     const coalesced = this.#coalesced?.statements ?? [];
-    return [...claims, extend, release, ...transactional, ...Object.values(settlements).flat(), ...coalesced];
+    const service = this.#service?.statements ?? [];
+    return [...new Set([...claims, extend, release, ...confirms, ...Object.values(settlements).flat(), ...coalesced, ...service])];
   }
 
   /**
@@ -174,13 +187,33 @@ export class LeaseForm implements ClaimForm {
     if (this.#context.concurrency?.perKey !== undefined) values.perKey = this.#context.concurrency.perKey;
     return withConnection(driver, async (connection, keep) => {
       const rows = (await this.#claimer.claimOn(connection, values)) ?? [];
-      const attemptIsCounted = dialect.capabilities.leaseClaimReturnsCountedAttempt;
-      const claimed = rows.map((row) => readClaimedRow(spec, row, attemptIsCounted));
+      // A claim of the service's own fetches its rows before stamping them, as they stood.
+      const isOwnClaim = this.#service?.claim !== undefined;
+      const attemptIsCounted = !isOwnClaim && dialect.capabilities.leaseClaimReturnsCountedAttempt;
+      let claimed = rows.map((row) => readClaimedRow(spec, row, attemptIsCounted));
+      if (!isOwnClaim && this.#service?.fetch !== undefined) claimed = await this.#fetchClaimed(connection, this.#service.fetch, claimed, lockedUntil);
       const first = claimed[0];
       if (!transactional || first === undefined) return claimed.map((row) => this.#hold(row, lockedUntil, undefined));
       keep();
       return [await this.#holdInTransaction(first, lockedUntil, connection)];
     });
+  }
+
+  /**
+   * The service's fetch of the rows tablequeue's claim leased. A fetch that fails, or returns
+   * no row for one of them, hands every row back (the lease released, the attempt spent) and
+   * fails the claim.
+   */
+  async #fetchClaimed(connection: Connection, fetch: Statement, claimed: ClaimedRow[], lockedUntil: Date): Promise<ClaimedRow[]> {
+    if (claimed.length === 0) return claimed;
+    let fetched: Record<string, unknown>[];
+    try {
+      fetched = await fetchRows(connection, this.#context, fetch, claimed.map((row) => row.idValue));
+    } catch (error) {
+      await Promise.allSettled(claimed.map((row) => this.#hold(row, lockedUntil, undefined).handBack()));
+      throw error;
+    }
+    return claimed.map((row, index) => withFetchedRow(row, fetched[index]!, this.#context.spec.attempt));
   }
 
   /** Stop began: settlements waiting for company go now, and later ones do not wait a window. */
@@ -199,7 +232,7 @@ export class LeaseForm implements ClaimForm {
     return new LeaseHeldRow(claimed, slot, delivery, this.#settleSlot);
   }
 
-  readonly #settleSlot: SettleSlot = (slot, settlement, delivery) => this.#settle(slot, settlement, delivery);
+  readonly #settleSlot: SettleSlot = (slot, settlement, delivery, isHandBack) => this.#settle(slot, settlement, delivery, isHandBack);
 
   /**
    * Opens the delivery's transaction on the connection the claim committed on. When it cannot
@@ -224,7 +257,7 @@ export class LeaseForm implements ClaimForm {
    * Transactional mode: a settlement other than an ack rolls the handler's writes back first and
    * then settles as without it; an ack settles inside the delivery's transaction.
    */
-  async #settle(slot: LeaseSlot, settlement: Settlement, delivery: LeaseDeliveryTransaction | undefined): Promise<void> {
+  async #settle(slot: LeaseSlot, settlement: Settlement, delivery: LeaseDeliveryTransaction | undefined, isHandBack: boolean): Promise<void> {
     let isCounted = false;
     try {
       delivery?.lent.endLoan();
@@ -234,10 +267,12 @@ export class LeaseForm implements ClaimForm {
       slot.isSettling = true;
       this.#settlingCount += 1;
       isCounted = true;
-      const statements = this.#statements.settlements[settlement.kind];
+      // A row handed back unhandled only has its lease released: the service's retry is for retries.
+      const own = isHandBack ? undefined : this.#service?.settlements[settlementStatementNameOf(settlement)];
+      const statements = own ?? this.#statements.settlements[settlement.kind];
       const coalesced = this.#coalesced;
       let candidates = slot.candidateTokens();
-      if (delivery === undefined && coalesced?.accepts(settlement) === true) {
+      if (delivery === undefined && own === undefined && coalesced?.accepts(settlement) === true) {
         const answering = coalesced.settle(slot, settlement);
         // Every lease held is settling: no other settlement can join the window, so it goes now.
         // On SQLite (4 workers, one claim for all) waiting out the window halved the drain.
@@ -252,7 +287,9 @@ export class LeaseForm implements ClaimForm {
         const values = settlementValues(slot.idValue, settlement, held);
         const isSettled = delivery?.isOpen
           ? await this.#runInDeliveryTransaction(delivery, statements, values)
-          : await this.#runFenced(statements, values);
+          : own !== undefined
+            ? await this.#runConfirmed(own, values)
+            : await this.#runFenced(this.#statements.settlements[settlement.kind], values);
         if (isSettled) return;
       }
       throw this.#lost(slot);
@@ -270,7 +307,7 @@ export class LeaseForm implements ClaimForm {
    */
   async #runInDeliveryTransaction(
     delivery: LeaseDeliveryTransaction,
-    statements: Statement[],
+    statements: readonly Statement[],
     values: ParamValues,
   ): Promise<boolean> {
     const { connection } = delivery;
@@ -284,6 +321,22 @@ export class LeaseForm implements ClaimForm {
     }
     delivery.committed();
     return true;
+  }
+
+  /**
+   * The service's own settlement statements, which name no token: in a transaction of their own
+   * after the token is confirmed (which locks the row), so they run only while the lease holds;
+   * false when no row carried the token.
+   */
+  #runConfirmed(statements: readonly Statement[], values: ParamValues): Promise<boolean> {
+    return withTransaction(this.#context.driver, this.#statements, async (transaction, connection) => {
+      if ((await connection.execute(bindStatement(this.#statements.confirm, values))).affectedRows === 0) {
+        await transaction.rollBack();
+        return false;
+      }
+      for (const statement of statements) await connection.execute(bindStatement(statement, values));
+      return true;
+    });
   }
 
   /**
@@ -332,7 +385,12 @@ export class LeaseForm implements ClaimForm {
   }
 }
 
-type SettleSlot = (slot: LeaseSlot, settlement: Settlement, delivery: LeaseDeliveryTransaction | undefined) => Promise<void>;
+type SettleSlot = (
+  slot: LeaseSlot,
+  settlement: Settlement,
+  delivery: LeaseDeliveryTransaction | undefined,
+  isHandBack: boolean,
+) => Promise<void>;
 
 /**
  * A row the lease form holds, settled or handed back once. A class rather than an object of
@@ -361,25 +419,25 @@ class LeaseHeldRow implements HeldRow {
   }
 
   settle(settlement: Settlement): Promise<void> {
-    return this.#once(settlement);
+    return this.#once(settlement, false);
   }
 
   handBack(): Promise<void> {
-    return this.#once({ kind: 'retry' });
+    return this.#once({ kind: 'retry' }, true);
   }
 
   stopRenewing(): void {
     this.#slot.isRenewalStopped = true;
   }
 
-  #once(settlement: Settlement): Promise<void> {
+  #once(settlement: Settlement, isHandBack: boolean): Promise<void> {
     if (this.#isDone) return Promise.reject(new TypeError(`row ${this.id} was already settled`));
     this.#isDone = true;
-    return this.#settleSlot(this.#slot, settlement, this.#delivery);
+    return this.#settleSlot(this.#slot, settlement, this.#delivery, isHandBack);
   }
 }
 
-function renderLeaseStatements(context: FormContext): LeaseStatementSet {
+function renderLeaseStatements(context: FormContext, service: ServiceStatementSet | undefined): LeaseStatementSet {
   const { dialect, spec, columns, deadLetter, concurrency } = context;
   const release = dialect.lease.release(spec);
   const begin = dialect.session.begin({ sqliteBegin: 'immediate' });
@@ -389,8 +447,11 @@ function renderLeaseStatements(context: FormContext): LeaseStatementSet {
   const limitsBegin = dialect.capabilities.isolationLevels.includes('read committed')
     ? dialect.session.begin({ isolation: 'read committed' })
     : begin;
+  // The service's claim returns ids; each is stamped in its transaction while still claimable.
+  const ownClaim: LeaseClaim | undefined =
+    service?.claim === undefined ? undefined : { kind: 'selectThenStamp', begin: limitsBegin, select: service.claim, stamp: service.stamp! };
   return {
-    claim: dialect.lease.claim(spec, columns, { perKey: concurrency?.perKey !== undefined, rateByKey: context.rate?.byKeyTable }),
+    claim: ownClaim ?? dialect.lease.claim(spec, columns, { perKey: concurrency?.perKey !== undefined, rateByKey: context.rate?.byKeyTable }),
     concurrency: limits && {
       begin: limitsBegin,
       guard: limits.guard(spec),
@@ -403,7 +464,7 @@ function renderLeaseStatements(context: FormContext): LeaseStatementSet {
     confirm: dialect.lease.confirm(spec),
     commit: dialect.session.commit(),
     rollback: dialect.session.rollback(),
-    extend: dialect.lease.extend(spec),
+    extend: service?.extend ?? dialect.lease.extend(spec),
     release,
     settlements: {
       finish: [dialect.settle.finish(spec, { fenced: true })],

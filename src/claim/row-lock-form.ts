@@ -1,11 +1,13 @@
 import { createConcurrencyStatements, type KeySlotTake } from '../dialect/concurrency-statements.js';
 import { withConnection } from '../driver/connection-scope.js';
+import type { Connection } from '../driver/driver.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { ClaimForm, HeldRow } from './claim-form.js';
 import { ownsGroup } from './claim-guard.js';
 import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { readClaimedRow } from './row-values.js';
+import { claimedIds, fetchRows, serviceStatementsOf, withFetchedRow, type ServiceStatementSet } from './service-statements.js';
 
 /** The statements of the row lock form, rendered once when the subscription opens. */
 interface RowLockStatements extends ClaimTransactionStatements {
@@ -45,6 +47,8 @@ export class RowLockForm implements ClaimForm {
   readonly isDoneAtHandover = false;
   readonly #context: FormContext;
   readonly #statements: RowLockStatements;
+  /** The table's statements of the service's own; undefined without. */
+  readonly #service: ServiceStatementSet | undefined;
   /**
    * perKey: the last claim found fewer free key slots than it wanted, maybe because a key has
    * none yet, so the next claim adds the missing ones first. True before the first claim.
@@ -55,7 +59,8 @@ export class RowLockForm implements ClaimForm {
 
   constructor(context: FormContext) {
     this.#context = context;
-    this.#statements = renderRowLockStatements(context);
+    this.#service = serviceStatementsOf(context);
+    this.#statements = renderRowLockStatements(context, this.#service);
     this.claimsOneAtATime = claimsOneAtATime(context);
   }
 
@@ -77,7 +82,9 @@ export class RowLockForm implements ClaimForm {
             ...(keySlots.take.kind === 'claimOrder' ? [keySlots.take.statement] : [keySlots.take.after, keySlots.take.upTo]),
             keySlots.claim,
           ];
-    return [...before, ...keyed, claim, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : [])];
+    const service = this.#service?.statements ?? [];
+    const claims = this.#service?.claim === undefined ? [claim] : [];
+    return [...before, ...keyed, ...claims, ...Object.values(settlements).flat(), ...(finishMany ? [finishMany] : []), ...service];
   }
 
   /**
@@ -106,22 +113,45 @@ export class RowLockForm implements ClaimForm {
           return [];
         }
       }
+      const service = this.#service;
       const rows =
-        statements.keySlots === undefined
-          ? (await run(statements.claim, { group, now, limit: rowLimit })).rows
-          : await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit);
+        service?.claim !== undefined
+          ? await this.#claimOwn(connection, service, now, rowLimit)
+          : statements.keySlots === undefined
+            ? (await run(statements.claim, { group, now, limit: rowLimit })).rows
+            : await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit);
       if (rows.length === 0) {
         await run(statements.commit);
         return [];
       }
+      // A fetch that fails ends the session with the claim's transaction: the rows return.
+      let claimed = rows.map((row) => readClaimedRow(spec, row, false));
+      if (service?.claim === undefined && service?.fetch !== undefined) {
+        const fetched = await fetchRows(connection, this.#context, service.fetch, claimed.map((row) => row.idValue));
+        claimed = claimed.map((row, index) => withFetchedRow(row, fetched[index]!, spec.attempt));
+      }
       if (transactional) await run(statements.savepoint);
       keep();
       const transaction = new ClaimTransaction({ statements, connection, rowCount: rows.length, subscription, transactional });
-      return rows.map((row) => transaction.hold(readClaimedRow(spec, row, false)));
+      return claimed.map((row) => transaction.hold(row));
     });
   }
 
   close(): void {}
+
+  /**
+   * A claim of the service's own: its ids, each locked while still claimable (a row another
+   * claim holds is skipped), then the locked rows fetched, all in the claim's transaction.
+   */
+  async #claimOwn(connection: Connection, service: ServiceStatementSet, now: Date, limit: number): Promise<Record<string, unknown>[]> {
+    const { group } = this.#context;
+    const returned = (await connection.execute(bindStatement(service.claim!, { group, now, limit }))).rows;
+    const locked: unknown[] = [];
+    for (const id of claimedIds(returned, this.#context, service.claim!, limit)) {
+      if ((await connection.execute(bindStatement(service.lock!, { id, group, now }))).rows.length > 0) locked.push(id);
+    }
+    return fetchRows(connection, this.#context, service.fetch!, locked);
+  }
 
   /** Before the claim's transaction: a slot inserted inside it would hold other claims' adds until the handler ends. */
   async #addKeySlots(run: RunStatement, keySlots: KeySlotRun, now: Date): Promise<void> {
@@ -177,7 +207,7 @@ export class RowLockForm implements ClaimForm {
 
 type RunStatement = (statement: Statement, values?: ParamValues) => Promise<{ rows: Record<string, unknown>[] }>;
 
-function renderRowLockStatements(context: FormContext): RowLockStatements {
+function renderRowLockStatements(context: FormContext, service: ServiceStatementSet | undefined): RowLockStatements {
   const { dialect, spec, columns, deadLetter, concurrency } = context;
   const retry = dialect.rowLock.retry(spec);
   const concurrencyStatements = createConcurrencyStatements(dialect.name);
@@ -186,7 +216,9 @@ function renderRowLockStatements(context: FormContext): RowLockStatements {
   const guard = concurrencyStatements.guard(spec);
   const retryAfter = dialect.rowLock.retryAfter(spec) ?? retry;
   const finishMany = new Map<number, Statement>();
-  const renderFinishMany = dialect.rowLock.finishMany;
+  // A finish of the service's own runs per row.
+  const hasOwnFinish = service?.settlements.ack !== undefined || service?.settlements.drop !== undefined;
+  const renderFinishMany = hasOwnFinish ? undefined : dialect.rowLock.finishMany;
   return {
     begin: dialect.session.begin({ isolation: spec.isolation }),
     guard: dialect.fifo.guard(spec),
@@ -215,6 +247,7 @@ function renderRowLockStatements(context: FormContext): RowLockStatements {
       // form, with the attempt column one past the attempts made, as a retried row has it.
       deadLetter: deadLetter ? [...(retry ? [retry] : []), ...dialect.settle.deadLetter(spec, columns, deadLetter, { fenced: false })] : [],
     },
+    serviceSettlements: service?.settlements,
     finishMany: renderFinishMany === undefined ? undefined : (rowCount) => {
       let statement = finishMany.get(rowCount);
       if (statement === undefined) {

@@ -36,8 +36,9 @@ export class SessionLockForm implements ClaimForm {
 
   constructor(context: FormContext) {
     this.#claims = new AdvisoryClaims(context);
-    this.#lock = context.dialect.advisory.lock();
-    this.#unlock = context.dialect.advisory.unlock();
+    const own = this.#claims.service?.sessionLock;
+    this.#lock = own?.lock ?? context.dialect.advisory.lock();
+    this.#unlock = own?.unlock ?? context.dialect.advisory.unlock();
     const global = context.concurrency?.global;
     this.#slots = global === undefined ? undefined : new AdvisorySlots(context, global);
     this.claimsOneAtATime = claimsOneAtATime(context);
@@ -73,7 +74,10 @@ export class SessionLockForm implements ClaimForm {
     let free: Connection | undefined = await claims.acquire();
     let further = 0;
     try {
-      const candidates = await claims.candidates(free, rowLimit, now);
+      // The candidate select leaves out keys the dialect's locks hold, not a lock of the service's
+      // own: it reaches past as many rows as this form's deliveries hold keys.
+      const reach = claims.service?.sessionLock === undefined ? 0 : claims.deliveryConnectionCount;
+      const candidates = await claims.candidates(free, rowLimit + reach, now);
       for (const candidate of candidates) {
         if (taken.length >= rowLimit) break;
         if (free === undefined) {

@@ -17,10 +17,14 @@ export function schemaErrorOf(preparedFor: PreparedFor, statement: Statement, er
   if (!(error instanceof StatementError)) return error;
   const { kind, table } = preparedFor;
   const reason = error.cause instanceof Error ? error.cause.message : error.message;
+  // The service's own text (defineTable's statements) is what to fix, not the table.
+  const fix = statement.name.startsWith('statements.')
+    ? `fix its text in defineTable({ statements }), or the tables and columns it names`
+    : 'create the table with createTableSql() or fix its columns';
   return new SchemaError({
     table,
     statement: statement.name,
-    message: `${kind} "${table}": statement "${statement.name}" does not prepare on ${error.database} (${reason}); create the table with createTableSql() or fix its columns`,
+    message: `${kind} "${table}": statement "${statement.name}" does not prepare on ${error.database} (${reason}); ${fix}`,
     cause: error,
   });
 }
