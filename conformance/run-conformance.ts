@@ -35,6 +35,7 @@ import { rowModeSuite } from './suites/row-mode.suite.js';
 import { routesSuite } from './suites/routes.suite.js';
 import { schedulesSuite } from './suites/schedules.suite.js';
 import { serviceDialectSuite } from './suites/service-dialect.suite.js';
+import { serviceStatementsSuite } from './suites/service-statements.suite.js';
 import { serviceSuite } from './suites/service.suite.js';
 import { settleSuite } from './suites/settle.suite.js';
 import { sideTablesSuite } from './suites/side-tables.suite.js';
@@ -125,6 +126,7 @@ export function runConformance(stand: Stand): Promise<void> {
       processSuite(context);
       serviceSuite(context);
       serviceDialectSuite(context);
+      serviceStatementsSuite(context);
       fifoSuite(context);
       partitioningSuite(context);
       keyedReplicasSuite(context);
