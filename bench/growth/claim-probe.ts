@@ -23,6 +23,8 @@ export interface ClaimTiming {
   readonly p99Ms: number | undefined;
   /** PostgreSQL: buffers (8 kB pages, hit or read) the claim's scan touched, median over the probes. */
   readonly pagesP50: number | undefined;
+  /** PostgreSQL: of those, the pages not in shared buffers (read from the operating system's cache or the disk), median. */
+  readonly pagesReadP50?: number | undefined;
   /** PostgreSQL: rows the claim's scan read and dropped by its filter (rows leased already, for one), median. */
   readonly rowsRemovedByFilterP50: number | undefined;
   /** PostgreSQL: the claim scan's node, e.g. `Index Scan using bench_jobs_claim_order`. */
@@ -55,6 +57,7 @@ export class ClaimProbe {
   readonly #limit: number;
   readonly #timings: number[] = [];
   readonly #pages: number[] = [];
+  readonly #pagesRead: number[] = [];
   readonly #removed: number[] = [];
   #scan: string | undefined;
   #running: Promise<void> | undefined;
@@ -89,6 +92,7 @@ export class ClaimProbe {
       p50Ms: percentile(this.#timings, 50),
       p99Ms: percentile(this.#timings, 99),
       pagesP50: percentile(this.#pages, 50),
+      pagesReadP50: percentile(this.#pagesRead, 50),
       rowsRemovedByFilterP50: percentile(this.#removed, 50),
       scan: this.#scan,
     };
@@ -148,6 +152,7 @@ export class ClaimProbe {
     const scan = claimed === undefined ? undefined : findNode(claimed, (node) => /Scan/.test(node['Node Type'] ?? ''));
     this.#timings.push(explained['Execution Time']);
     this.#pages.push(claimed === undefined ? 0 : (claimed['Shared Hit Blocks'] ?? 0) + (claimed['Shared Read Blocks'] ?? 0));
+    this.#pagesRead.push(claimed?.['Shared Read Blocks'] ?? 0);
     this.#removed.push(scan?.['Rows Removed by Filter'] ?? 0);
     if (scan !== undefined) this.#scan = `${scan['Node Type']}${scan['Index Name'] === undefined ? '' : ` using ${scan['Index Name']}`}`;
   }

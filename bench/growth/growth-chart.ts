@@ -96,10 +96,12 @@ function renderPanel(title: string, series: readonly Series[], unit: string, lef
   const parts = [text(left, top + 18, `${title} (${unit})`, { size: 13, weight: 'bold' })];
   const xs = series.flatMap((line) => line.points.map((point) => point.x));
   const ys = series.flatMap((line) => line.points.map((point) => point.y));
-  const xLow = 10 ** Math.floor(Math.log10(Math.min(...xs)));
-  const xHigh = 10 ** Math.ceil(Math.log10(Math.max(...xs) * 1.0001));
-  const yLow = 10 ** Math.floor(Math.log10(Math.min(...ys)));
-  const yHigh = 10 ** Math.ceil(Math.log10(Math.max(...ys) * 1.0001));
+  // Whole decades around the points; a point on a power of ten ends its axis there.
+  const decade = (value: number, round: (power: number) => number) => 10 ** round(Math.log10(value) + (round === Math.ceil ? -1e-9 : 1e-9));
+  const xLow = decade(Math.min(...xs), Math.floor);
+  const xHigh = Math.max(decade(Math.max(...xs), Math.ceil), xLow * 10);
+  const yLow = decade(Math.min(...ys), Math.floor);
+  const yHigh = Math.max(decade(Math.max(...ys), Math.ceil), yLow * 10);
   const plotLeft = left + PLOT_LEFT;
   const plotWidth = PANEL_WIDTH - PLOT_LEFT - PLOT_RIGHT;
   const plotTop = top + PLOT_TOP;

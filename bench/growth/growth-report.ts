@@ -68,10 +68,10 @@ function drainTable(points: readonly DrainGrowthPoint[]): string {
 }
 
 function claimTable(points: readonly DrainGrowthPoint[]): string {
-  const rows = ['| | backlog | delayed | scan | pages | rows filtered | claim p50 ms |', '|---|---:|---:|---|---:|---:|---:|'];
+  const rows = ['| | backlog | delayed | scan | pages (not in shared buffers) | rows filtered | claim p50 ms |', '|---|---:|---:|---|---:|---:|---:|'];
   for (const point of points) {
     const claim = point.claim!;
-    rows.push(`| ${point.label} | ${formatCount(point.backlog)} | ${formatCount(point.delayed)} | ${claim.scan ?? '–'} | ${claim.pagesP50} | ${claim.rowsRemovedByFilterP50} | ${ms(claim.p50Ms)} |`);
+    rows.push(`| ${point.label} | ${formatCount(point.backlog)} | ${formatCount(point.delayed)} | ${claim.scan ?? '–'} | ${claim.pagesP50}${claim.pagesReadP50 === undefined ? '' : ` (${claim.pagesReadP50})`} | ${claim.rowsRemovedByFilterP50} | ${ms(claim.p50Ms)} |`);
   }
   return rows.join('\n');
 }
