@@ -29,10 +29,12 @@ interface Series {
 export function renderGrowthChart(results: GrowthResults): string {
   const parts: string[] = [];
   let y = 26;
-  parts.push(text(16, y, `How cost grows with the backlog: first ${formatCount(results.settings.first)} messages of each (log–log)`, { size: 16, weight: 'bold' }));
+  parts.push(text(16, y, `Against the backlog (log–log): ${describeTimed(results)}`, { size: 15, weight: 'bold' }));
   const load = results.machine.loadAverage;
   y += 20;
-  parts.push(text(16, y, `one run per point · ${results.startedAt.slice(0, 10)} · ${results.machine.cpuCount} × ${results.machine.cpuModel} · load average ${load[0].toFixed(1)} at start, ${results.loadAverageAtEnd[0].toFixed(1)} at end · library from ${results.machine.library}`, { size: 12, fill: '#4b5563' }));
+  const loads = results.drains.map((point) => point.loadAverage);
+  const range = loads.length === 0 ? `${load[0].toFixed(1)} at start` : `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} over the drains`;
+  parts.push(text(16, y, `one run per point · ${results.startedAt.slice(0, 10)} · ${results.machine.cpuCount} × ${results.machine.cpuModel} · load average ${range} · library from ${results.machine.library}`, { size: 12, fill: '#4b5563' }));
   y += 14;
   const databases = [...new Set([...results.drains.map((point) => point.database), ...results.publishes.map((point) => point.database)])];
   const panels: { title: string; series: Series[]; unit: string }[] = [];
@@ -68,6 +70,15 @@ export function renderGrowthChart(results: GrowthResults): string {
     '</svg>',
     '',
   ].join('\n');
+}
+
+/** The messages timed per drain, per database when merged runs timed different counts. */
+function describeTimed(results: GrowthResults): string {
+  const byDatabase = new Map<string, number>();
+  for (const point of results.drains) byDatabase.set(point.database, Math.max(byDatabase.get(point.database) ?? 0, point.timed));
+  const counts = [...new Set(byDatabase.values())];
+  if (counts.length <= 1) return `the first ${formatCount(counts[0] ?? results.settings.first)} messages of each backlog`;
+  return `the first ${[...byDatabase].map(([database, timed]) => `${formatCount(timed)} (${database})`).join(', ')} messages of each`;
 }
 
 function drainSeries(points: readonly DrainGrowthPoint[], value: (point: DrainGrowthPoint) => number | undefined): Series[] {

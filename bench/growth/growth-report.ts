@@ -38,7 +38,9 @@ export function formatGrowthMarkdown(results: GrowthResults): string {
       const points = results.drains.filter((point) => point.part === part && point.database === database);
       if (points.length === 0) continue;
       const delayed = part === 'delayed' ? ` with ${formatCount(results.settings.delayedRows)} rows delayed a day in the same table` : '';
-      sections.push(`**${database}, ${points[0]!.workers} workers: msg/s over the first ${formatCount(results.settings.first)} of a backlog${delayed}** (claim p50 / p99 ms)\n\n${drainTable(points)}`);
+      // Read from the points, not the settings: runs merged by --report may have timed different counts.
+      const timed = Math.max(...points.map((point) => point.timed));
+      sections.push(`**${database}, ${points[0]!.workers} workers: msg/s over the first ${formatCount(timed)} of a backlog${delayed}** (claim p50 / p99 ms)\n\n${drainTable(points)}`);
     }
   }
   const claimDetail = results.drains.filter((point) => point.database === 'postgres' && point.part !== 'groups' && point.claim?.pagesP50 !== undefined);
