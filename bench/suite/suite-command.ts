@@ -49,7 +49,8 @@ Peers: pg-boss, graphile-worker and BullMQ on PostgreSQL, plainjob on SQLite.
   --list                print the contenders and exit
 
 The other benchmarks: npm run bench -- partitioning --help, npm run bench -- latency --help,
-and npm run bench -- report [FILE] (tables and the SVG chart from a results file).
+npm run bench -- growth --help (cost against the backlog, 10,000 to 10,000,000 rows), and
+npm run bench -- report [FILE] (tables and the SVG chart from a results file).
 
 The peers are dev dependencies of the bench package: install them once with
 ${INSTALL_COMMAND}
