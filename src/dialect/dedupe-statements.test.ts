@@ -33,7 +33,7 @@ describe('dedupe keys in the DDL', () => {
         '  "headers" JSONB NULL,',
         '  "payload" BYTEA NOT NULL,',
         '  "dedupe_key" TEXT NULL',
-        ') WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
+        ') WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
       ].join('\n'),
       'CREATE INDEX "mail_claim_order" ON "mail" ("queue", "retry_after", "id")',
       'CREATE UNIQUE INDEX "mail_dedupe_key" ON "mail" ("queue", "dedupe_key") WHERE "dedupe_key" IS NOT NULL',

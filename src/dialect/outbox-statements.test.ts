@@ -245,7 +245,7 @@ describe('outbox statements refuse a table that is not an outbox', () => {
 describe('outbox createTableSql', () => {
   it('renders the table and the (name, id) index of unprocessed records on every database', () => {
     expect(marked.createTableSql('postgres')).toEqual([
-      'CREATE TABLE "outbox" (\n  "id" BIGSERIAL PRIMARY KEY,\n  "name" TEXT NOT NULL,\n  "processed_at" TIMESTAMPTZ NULL,\n  "locked_until" TIMESTAMPTZ NULL,\n  "headers" JSONB NULL,\n  "payload" BYTEA NOT NULL\n)',
+      'CREATE TABLE "outbox" (\n  "id" BIGSERIAL PRIMARY KEY,\n  "name" TEXT NOT NULL,\n  "processed_at" TIMESTAMPTZ NULL,\n  "locked_until" TIMESTAMPTZ NULL,\n  "headers" JSONB NULL,\n  "payload" BYTEA NOT NULL\n) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
       'CREATE INDEX "outbox_claim_order" ON "outbox" ("name", "id") WHERE "processed_at" IS NULL',
     ]);
     for (const [dialect, collation] of [

@@ -443,14 +443,14 @@ describe('postgres schema.probeColumns', () => {
 describe('postgres schema.createTable', () => {
   it('renders every role and a partial claim-order index', () => {
     expect(postgres.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual([
-      'CREATE TABLE "email_jobs" ("job_id" BIGSERIAL PRIMARY KEY, "queue" TEXT NOT NULL, "priority" SMALLINT NOT NULL DEFAULT 0, "customer" TEXT NULL, "retry_after" TIMESTAMPTZ NOT NULL DEFAULT now(), "attempt" SMALLINT NOT NULL DEFAULT 1, "processed_at" TIMESTAMPTZ NULL, "locked_until" TIMESTAMPTZ NULL, "meta" JSONB NULL, "payload" BYTEA NOT NULL) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
+      'CREATE TABLE "email_jobs" ("job_id" BIGSERIAL PRIMARY KEY, "queue" TEXT NOT NULL, "priority" SMALLINT NOT NULL DEFAULT 0, "customer" TEXT NULL, "retry_after" TIMESTAMPTZ NOT NULL DEFAULT now(), "attempt" SMALLINT NOT NULL DEFAULT 1, "processed_at" TIMESTAMPTZ NULL, "locked_until" TIMESTAMPTZ NULL, "meta" JSONB NULL, "payload" BYTEA NOT NULL) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
       'CREATE INDEX "email_jobs_claim_order" ON "email_jobs" ("queue", "priority", "retry_after", "job_id") WHERE "processed_at" IS NULL',
     ]);
   });
 
   it('renders supplied ids in a schema', () => {
     expect(postgres.schema.createTable(schemaQualifiedTable.spec).map(collapseWhitespace)).toEqual([
-      'CREATE TABLE "app"."jobs" ("id" TEXT PRIMARY KEY, "queue" TEXT NOT NULL, "locked_until" TIMESTAMPTZ NULL, "payload" BYTEA NOT NULL) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
+      'CREATE TABLE "app"."jobs" ("id" TEXT PRIMARY KEY, "queue" TEXT NOT NULL, "locked_until" TIMESTAMPTZ NULL, "payload" BYTEA NOT NULL) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
       'CREATE INDEX "jobs_claim_order" ON "app"."jobs" ("queue", "id")',
     ]);
   });
