@@ -1,5 +1,6 @@
 import type { DrainGrowthPoint } from './growth-benchmark.js';
 import { formatCount, type GrowthResults } from './growth-report.js';
+import { SVG_FONT as FONT, svgText as text } from '../svg-text.js';
 
 const WIDTH = 960;
 const PANEL_WIDTH = 440;
@@ -8,7 +9,6 @@ const PLOT_LEFT = 64;
 const PLOT_RIGHT = 16;
 const PLOT_TOP = 34;
 const PLOT_BOTTOM = 40;
-const FONT = 'font-family="system-ui, -apple-system, Segoe UI, sans-serif"';
 /** tablequeue's lines in blues and violet, the peers' in orange, red, green and brown. */
 const SERVICE_COLOURS = ['#1d4ed8', '#0891b2', '#7c3aed'];
 const PEER_COLOURS = ['#ea580c', '#b91c1c', '#65a30d', '#a16207'];
@@ -139,25 +139,4 @@ function renderPanel(title: string, series: readonly Series[], unit: string, lef
     legendY += 13;
   }
   return { svg: parts.join('\n'), bottom: legendY };
-}
-
-function text(
-  x: number,
-  y: number,
-  content: string,
-  style: { size: number; weight?: 'bold'; anchor?: 'start' | 'middle' | 'end'; fill?: string },
-): string {
-  const attributes = [
-    `x="${x.toFixed(1)}"`,
-    `y="${y.toFixed(1)}"`,
-    `font-size="${style.size}"`,
-    ...(style.weight ? [`font-weight="${style.weight}"`] : []),
-    ...(style.anchor && style.anchor !== 'start' ? [`text-anchor="${style.anchor}"`] : []),
-    `fill="${style.fill ?? '#111827'}"`,
-  ];
-  return `<text ${attributes.join(' ')}>${escapeXml(content)}</text>`;
-}
-
-function escapeXml(value: string): string {
-  return value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }

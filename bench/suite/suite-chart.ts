@@ -2,6 +2,7 @@ import type { ContenderKind } from './contender.js';
 import type { MemoryResult } from './memory-drain.js';
 import type { DrainPoint } from './suite-benchmark.js';
 import { formatRate, type SuiteResults } from './suite-report.js';
+import { SVG_FONT as FONT, svgText as text } from '../svg-text.js';
 
 const WIDTH = 960;
 const LABEL_WIDTH = 350;
@@ -11,7 +12,6 @@ const BAR_GAP = 6;
 const PANEL_TITLE = 30;
 const PANEL_GAP = 18;
 const MEMORY_HEIGHT = 170;
-const FONT = 'font-family="system-ui, -apple-system, Segoe UI, sans-serif"';
 
 const KIND_COLOURS: Readonly<Record<ContenderKind, string>> = {
   service: '#2563eb',
@@ -159,25 +159,4 @@ function logTicks(low: number, high: number): number[] {
 function ticks(scaleMax: number): number[] {
   const step = scaleMax / 5;
   return Array.from({ length: 6 }, (_, index) => index * step);
-}
-
-function text(
-  x: number,
-  y: number,
-  content: string,
-  style: { size: number; weight?: 'bold'; anchor?: 'start' | 'middle' | 'end'; fill?: string },
-): string {
-  const attributes = [
-    `x="${x.toFixed(1)}"`,
-    `y="${y.toFixed(1)}"`,
-    `font-size="${style.size}"`,
-    ...(style.weight ? [`font-weight="${style.weight}"`] : []),
-    ...(style.anchor && style.anchor !== 'start' ? [`text-anchor="${style.anchor}"`] : []),
-    `fill="${style.fill ?? '#111827'}"`,
-  ];
-  return `<text ${attributes.join(' ')}>${escapeXml(content)}</text>`;
-}
-
-function escapeXml(value: string): string {
-  return value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
