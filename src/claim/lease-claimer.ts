@@ -129,23 +129,29 @@ export class LeaseClaimer {
           limit = Math.min(limit, concurrency.global - Number(inWork));
         }
       }
+      // The rate's window is read and its uses stamped at the time the rate guard let this claim
+      // through, not when the claim began: a claim that waited on the guard and stamped the time
+      // before its wait had its uses leave the window early, and the next claims took them again
+      // (CI saw 12 rows of a key in one second under a rate of 10 per second per key).
+      let rateValues = values;
       if (limit > 0 && rate !== undefined) {
         // Per key the rate bounds each key's rows in the claim statement, not the claim as a whole.
         await rate.claim.guard(connection);
-        limit = Math.min(limit, await rate.claim.free(connection, values));
+        rateValues = { ...values, now: new Date() };
+        limit = Math.min(limit, await rate.claim.free(connection, rateValues));
       }
       if (limit <= 0) {
         await transaction.rollBack();
         return [];
       }
-      const limited = { ...values, ...rate?.claim.claimValues(values), limit };
+      const limited = { ...values, ...rate?.claim.claimValues(rateValues), limit };
       const rows =
         claim.kind === 'selectThenStamp'
           ? await this.#selectThenStamp(connection, transaction, claim, limited)
           : (await connection.execute(bindStatement(claim.statement, limited))).rows;
       if (rate !== undefined) {
-        if (rows.length > 0) await rate.claim.use(connection, values, rows);
-        else await rate.claim.tookNothing(connection, values);
+        if (rows.length > 0) await rate.claim.use(connection, rateValues, rows);
+        else await rate.claim.tookNothing(connection, rateValues);
       }
       return rows;
     });

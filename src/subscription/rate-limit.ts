@@ -292,15 +292,17 @@ export class RateLimiter implements RateClaim {
    */
   async aroundClaim<Row>(
     driver: Driver,
-    now: Date,
     want: number,
     claim: (limit: number) => Promise<Row[]>,
     onReleaseError: (error: unknown) => void,
   ): Promise<Row[]> {
-    const values = { now };
-    const usedAt = now.getTime();
+    let usedAt = 0;
     const reserved = await withTransaction(driver, this.#reservation, async (_transaction, connection) => {
       await this.guard(connection);
+      // The time the guard let this reservation through: one read before a wait on the guard
+      // would stamp its slots early, and they would free before a window had passed.
+      const values = { now: new Date() };
+      usedAt = values.now.getTime();
       const taken = Math.min(want, await this.free(connection, values));
       if (taken > 0) await this.use(connection, values, Array.from({ length: taken }, () => ({})));
       return taken;

@@ -314,7 +314,7 @@ export class Subscription {
         const now = clock.now();
         const rate = spec.form === 'lease' ? undefined : this.#rate;
         if (rate === undefined) return form.claim(limit, now);
-        return rate.aroundClaim(driver, now, limit, (reserved) => form.claim(reserved, now), (error) =>
+        return rate.aroundClaim(driver, limit, (reserved) => form.claim(reserved, now), (error) =>
           runtime.onError(error, { subscription: this.name, phase: 'rate release' }),
         );
       }),
