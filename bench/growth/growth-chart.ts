@@ -1,6 +1,6 @@
 import type { DrainGrowthPoint } from './growth-benchmark.js';
 import { formatCount, type GrowthResults } from './growth-report.js';
-import { SVG_FONT as FONT, svgText as text } from '../svg-text.js';
+import { svgDocument, svgText as text } from '../svg-text.js';
 
 const WIDTH = 960;
 const PANEL_WIDTH = 440;
@@ -63,13 +63,7 @@ export function renderGrowthChart(results: GrowthResults): string {
     y = Math.max(...legends.map((panel) => panel.bottom)) + 16;
   }
   const height = Math.ceil(y);
-  return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" ${FONT}>`,
-    `<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
-    ...parts,
-    '</svg>',
-    '',
-  ].join('\n');
+  return svgDocument(WIDTH, height, parts);
 }
 
 /** The messages timed per drain, per database when merged runs timed different counts. */

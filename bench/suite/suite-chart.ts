@@ -2,7 +2,7 @@ import type { ContenderKind } from './contender.js';
 import type { MemoryResult } from './memory-drain.js';
 import type { DrainPoint } from './suite-benchmark.js';
 import { formatRate, type SuiteResults } from './suite-report.js';
-import { SVG_FONT as FONT, svgText as text } from '../svg-text.js';
+import { svgDocument, svgText as text } from '../svg-text.js';
 
 const WIDTH = 960;
 const LABEL_WIDTH = 350;
@@ -53,13 +53,7 @@ export function renderSuiteChart(results: SuiteResults): string {
     y = panel.bottom + PANEL_GAP;
   }
   const height = Math.ceil(y);
-  return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" ${FONT}>`,
-    `<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
-    ...parts,
-    '</svg>',
-    '',
-  ].join('\n');
+  return svgDocument(WIDTH, height, parts);
 }
 
 function renderPanel(title: string, points: readonly DrainPoint[], top: number): { svg: string; bottom: number } {
