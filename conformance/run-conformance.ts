@@ -5,6 +5,7 @@ import { requireLive } from './require-live.js';
 import type { Stand, TestDatabase } from './stand.js';
 import type { GaleraStand } from './stands/galera-stand.js';
 import { cancelSuite } from './suites/cancel.suite.js';
+import { claimPlansSuite } from './suites/claim-plans.suite.js';
 import { cliSuite } from './suites/cli.suite.js';
 import { coalescingSuite } from './suites/coalescing.suite.js';
 import { concurrencySuite } from './suites/concurrency.suite.js';
@@ -66,6 +67,19 @@ export function runPoolerConformance(stand: Stand): Promise<void> {
     describe(stand.name, () => {
       const context = suiteContextOf(stand);
       poolerSuite(context);
+    });
+  });
+}
+
+/**
+ * Registers the claim plans suite (the postgres stand): what PostgreSQL plans for the claim
+ * statements at 100,000 rows, read from its EXPLAIN output. A file of its own, so it runs beside
+ * the stand's long conformance file rather than after it.
+ */
+export function runClaimPlanConformance(stand: Stand): Promise<void> {
+  return requireLive(stand, () => {
+    describe(`${stand.name} claim plans`, () => {
+      claimPlansSuite(suiteContextOf(stand));
     });
   });
 }

@@ -1,0 +1,216 @@
+import { describe, expect, it } from 'vitest';
+import { createDialect } from '../../src/dialect/create-dialect.js';
+import type { Connection } from '../../src/driver/driver.js';
+import type { QueueTable } from '../../src/index.js';
+import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../../src/statement.js';
+import { roleColumns } from '../../src/table/table-spec.js';
+import { createTable, jobsTable, type FormUnderTest } from '../fixtures.js';
+import type { SuiteContext } from '../run-conformance.js';
+
+/**
+ * The size at which a claim that lost its index shows: a sequential scan reads every page of the
+ * table for each claim, where the claim index reads a few. Filled server-side in about a second.
+ */
+const DUE_ROWS = 100_000;
+/** One table holding many queues, each claim naming one of them. */
+const SHARED_QUEUES = 1_000;
+/** One claim at a time, and a batch as large as the growth benchmark's. */
+const CLAIM_LIMITS = [1, 100];
+const LEASE_MS = 30_000;
+const TABLE = 'jobs';
+const CLAIM_INDEX = `${TABLE}_claim_order`;
+const PRIMARY_KEY = `${TABLE}_pkey`;
+/** The claim statement kept by the session for the generic plan, as the driver keeps its own. */
+const PREPARED_CLAIM = 'tablequeue_plan_claim';
+
+interface PlanNode {
+  readonly 'Node Type': string;
+  readonly 'Relation Name'?: string;
+  readonly 'Index Name'?: string;
+  readonly 'Subplan Name'?: string;
+  /** The planner's estimate of the rows the node yields. */
+  readonly 'Plan Rows'?: number;
+  readonly Plans?: readonly PlanNode[];
+}
+
+interface PlanCase {
+  readonly title: string;
+  readonly form: FormUnderTest;
+  /** The queue the claim names. */
+  readonly queue: string;
+  /** INSERT … SELECT over generate_series, run before ANALYZE. */
+  readonly fill: readonly string[];
+}
+
+const PAYLOAD = `'\\x7b7d'::bytea`;
+
+/** `rows` rows of `queueOf(n)`, due before now by n milliseconds, or after it when `delayed`. */
+function fillSql(rows: number, queueOf: string, options: { delayed?: boolean } = {}): string {
+  const due = options.delayed === true ? `now() + interval '1 hour' + n * interval '1 millisecond'` : `now() - n * interval '1 millisecond'`;
+  return `INSERT INTO ${TABLE} (queue, retry_after, payload) SELECT ${queueOf}, ${due}, ${PAYLOAD} FROM generate_series(1, ${rows}) AS n`;
+}
+
+const PLAN_CASES: readonly PlanCase[] = [
+  { title: 'a row lock table', form: 'rowLock', queue: 'emails', fill: [fillSql(DUE_ROWS, `'emails'`)] },
+  { title: 'a lease table', form: 'lease', queue: 'emails', fill: [fillSql(DUE_ROWS, `'emails'`)] },
+  {
+    title: `a lease table that ${SHARED_QUEUES.toLocaleString('en-US')} queues share`,
+    form: 'lease',
+    queue: 'queue-500',
+    fill: [fillSql(DUE_ROWS, `'queue-' || (n % ${SHARED_QUEUES})`)],
+  },
+  {
+    title: 'a lease table with as many rows delayed into the future as due',
+    form: 'lease',
+    queue: 'emails',
+    fill: [fillSql(DUE_ROWS, `'emails'`), fillSql(DUE_ROWS, `'emails'`, { delayed: true })],
+  },
+];
+
+/**
+ * PostgreSQL's plans of the claim statements, as the dialect renders them and the driver binds
+ * them, over 100,000 rows after ANALYZE: the claim reads the table through its claim index, never
+ * a sequential scan. A claim planned as a sequential scan still returns the right rows, so only
+ * its plan tells; the planner picks by statistics, so only a table of this size tells. Both the
+ * plan for the bound values and the generic plan are read: the driver runs each statement as a
+ * named prepared statement, which PostgreSQL may switch to its generic plan after five runs.
+ * Plans are read with EXPLAIN without ANALYZE, so no claim runs and there is nothing to roll back.
+ * Registered for the postgres stand alone: the plans are PostgreSQL's EXPLAIN output.
+ */
+export function claimPlansSuite(context: SuiteContext): void {
+  describe('claim plans at 100,000 rows', () => {
+    for (const planCase of PLAN_CASES) {
+      it(`${planCase.title}: the claim scans the claim index, in the plan for its values and in the generic plan`, async () => {
+        const table = jobsTable({ form: planCase.form });
+        await createTable(context.stand, context.db, table);
+        for (const fill of planCase.fill) await context.db.exec(fill);
+        await context.db.exec(`ANALYZE ${TABLE}`);
+
+        const claim = claimStatement(table, planCase.form);
+        const driver = await context.db.openDriver({ poolSize: 1 });
+        const connection = await driver.acquire();
+        try {
+          for (const limit of CLAIM_LIMITS) {
+            const bound = bindStatement(claim, claimValues(planCase, limit));
+            const plan = await explain(connection, { name: 'plan.explain', sql: `EXPLAIN (FORMAT JSON) ${bound.sql}`, values: bound.values });
+            expectClaimOnIndex(plan, planCase.form, limit, `limit ${limit}, plan for the values`);
+          }
+          const generic = await explainGeneric(connection, bindStatement(claim, claimValues(planCase, 1)));
+          expectClaimOnIndex(generic, planCase.form, undefined, 'generic plan');
+        } finally {
+          connection.release();
+        }
+      });
+    }
+  });
+}
+
+function claimStatement(table: QueueTable, form: FormUnderTest): Statement {
+  const dialect = createDialect('postgres');
+  const columns = roleColumns(table.spec);
+  if (form === 'rowLock') return dialect.rowLock.claim(table.spec, columns);
+  const claim = dialect.lease.claim(table.spec, columns);
+  if (claim.kind !== 'single') throw new Error(`expected PostgreSQL's lease claim to be one statement, got ${claim.kind}`);
+  return claim.statement;
+}
+
+/** What the claim forms bind: the claim's instant, and in the lease form the lease it writes. */
+function claimValues(planCase: PlanCase, limit: number): ParamValues {
+  const now = new Date();
+  if (planCase.form === 'rowLock') return { group: planCase.queue, now, limit };
+  return { group: planCase.queue, now, leaseNow: now, limit, lockedUntil: new Date(now.getTime() + LEASE_MS) };
+}
+
+async function explain(connection: Connection, statement: BoundStatement): Promise<PlanNode> {
+  const { rows } = await connection.execute(statement);
+  const cell = Object.values(rows[0] ?? {})[0];
+  const [explained] = (typeof cell === 'string' ? JSON.parse(cell) : cell) as [{ Plan: PlanNode }];
+  return explained.Plan;
+}
+
+/**
+ * The plan PostgreSQL caches for every run of the prepared claim, whatever its values: prepared
+ * as the driver prepares it (parameter types inferred from their context), explained under
+ * `force_generic_plan`. EXECUTE takes its arguments as literals: parameters of the explaining
+ * statement would have no type to infer there, and a generic plan does not look at them.
+ */
+async function explainGeneric(connection: Connection, claim: BoundStatement): Promise<PlanNode> {
+  const run = (sql: string) => connection.execute({ name: 'plan.generic', sql, values: [] });
+  await run('SET plan_cache_mode = force_generic_plan');
+  await run(`PREPARE ${PREPARED_CLAIM} AS ${claim.sql}`);
+  try {
+    const values = claim.values.map(sqlLiteral).join(', ');
+    return await explain(connection, { name: 'plan.generic', sql: `EXPLAIN (FORMAT JSON) EXECUTE ${PREPARED_CLAIM}(${values})`, values: [] });
+  } finally {
+    await run(`DEALLOCATE ${PREPARED_CLAIM}`);
+    await run('RESET plan_cache_mode');
+  }
+}
+
+function sqlLiteral(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  const text = value instanceof Date ? value.toISOString() : String(value);
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/**
+ * The claim's own scan of the queue table (the row lock claim's only one; the lease claim's in its
+ * `tablequeue_claimed` CTE) is an index scan on the claim index, which stops at the claim's limit
+ * in claim order; the lease claim's stamp finds its rows by primary key (`id = ANY(ARRAY(…))`);
+ * and nothing else reads the table, so no sequential scan anywhere.
+ *
+ * One bitmap scan passes: on the claim index, for values whose limit is at least the rows the
+ * planner expects that index condition to yield. A claim of 100 from a queue of 100 rows among
+ * 1,000 (and of 99, measured; 80 stayed an index scan) is planned so: the queue's rows are read
+ * either way, through the claim index's queue and due columns, and the bitmap reads their pages
+ * in order and sorts them instead of following the index. A bitmap expected to yield more rows
+ * than the claim takes would read past the limit, and fails; so does any in the generic plan,
+ * which is planned for every limit.
+ */
+function expectClaimOnIndex(plan: PlanNode, form: FormUnderTest, limit: number | undefined, which: string): void {
+  const shown = `${which}:\n${JSON.stringify(plan, undefined, 2)}`;
+  const claimed = form === 'rowLock' ? plan : findNode(plan, (node) => node['Subplan Name'] === 'CTE tablequeue_claimed');
+  expect(claimed, shown).toBeDefined();
+  const claimScans = scanNodesOf(claimed!);
+  if (!isBitmapWithinLimit(claimScans, limit)) {
+    expect(claimScans.map(describeScan), shown).toEqual([`Index Scan using ${CLAIM_INDEX}`]);
+  }
+  const stamp = form === 'rowLock' ? undefined : findNode(plan, (node) => node['Subplan Name'] === 'CTE tablequeue_stamp');
+  if (form === 'lease') {
+    expect(stamp, shown).toBeDefined();
+    expect(scanNodesOf(stamp!).map(describeScan), shown).toEqual([`Index Scan using ${PRIMARY_KEY}`]);
+  }
+  const others = scanNodesOf(plan).filter((node) => !claimScans.includes(node) && (stamp === undefined || !scanNodesOf(stamp).includes(node)));
+  expect(others.map(describeScan), shown).toEqual([]);
+}
+
+function isBitmapWithinLimit(scans: readonly PlanNode[], limit: number | undefined): boolean {
+  if (limit === undefined || scans.length !== 2) return false;
+  const [heap, index] = scans;
+  return (
+    heap!['Node Type'] === 'Bitmap Heap Scan' &&
+    index!['Node Type'] === 'Bitmap Index Scan' &&
+    index!['Index Name'] === CLAIM_INDEX &&
+    (index!['Plan Rows'] ?? Infinity) <= limit
+  );
+}
+
+/** Every node that reads the queue table, in plan order (the UPDATE's own node writes it and is left out). */
+function scanNodesOf(node: PlanNode): PlanNode[] {
+  const readsTable =
+    (node['Relation Name'] === TABLE && node['Node Type'] !== 'ModifyTable') || node['Node Type'] === 'Bitmap Index Scan';
+  return [...(readsTable ? [node] : []), ...(node.Plans ?? []).flatMap(scanNodesOf)];
+}
+
+function describeScan(node: PlanNode): string {
+  return `${node['Node Type']}${node['Index Name'] === undefined ? '' : ` using ${node['Index Name']}`}`;
+}
+
+function findNode(node: PlanNode, isWanted: (node: PlanNode) => boolean): PlanNode | undefined {
+  if (isWanted(node)) return node;
+  for (const child of node.Plans ?? []) {
+    const found = findNode(child, isWanted);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
