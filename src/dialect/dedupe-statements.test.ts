@@ -145,6 +145,10 @@ describe('settlements that keep a row free its key', () => {
     const [copy] = mysql.settle.deadLetter(keyedRowLock, ['id', 'payload', 'dedupe_key', 'done_at'], { kind: 'table', schema: undefined, name: 'dead_mail' }, { fenced: false });
     expect(copy!.sql).toBe('INSERT INTO `dead_mail` (`id`, `payload`, `dedupe_key`, `done_at`) SELECT `id`, `payload`, NULL, `done_at` FROM `mail` WHERE `id` = ?');
     expect(postgres.rowLock.finishMany!(keyedRowLock, 2).sql).toBe('UPDATE "mail" SET "done_at" = $1, "dedupe_key" = NULL WHERE "id" IN ($2, $3)');
+    expect(mysql.rowLock.finishMany!(keyedRowLock, 2).sql).toBe(
+      'UPDATE (SELECT ? AS `tablequeue_id` UNION ALL SELECT ?) AS `tablequeue_finished` STRAIGHT_JOIN `mail` FORCE INDEX (PRIMARY) ON `mail`.`id` = `tablequeue_finished`.`tablequeue_id` ' +
+        'SET `done_at` = ?, `dedupe_key` = NULL',
+    );
   });
 });
 

@@ -100,11 +100,12 @@ export interface RowLockStatements {
   retryAfter(spec: TableSpec): Statement | undefined;
   /**
    * Ack and drop of `rowCount` rows the claim's transaction holds locked, in one statement: `id`
-   * repeated once per row in `IN (…)` (padding with a repeated id is harmless), `now` when the
-   * table marks finished rows. No token: the row locks fence it. Postgres only: InnoDB reads an
-   * `IN (…)` list as a range scan and locks the record after each range, which is often the
-   * first row of another claim's batch, and two such deletes deadlock (seen on MariaDB 10.11 in
-   * one of three drains of 20,000 rows with 16 batches of 100 at a time).
+   * repeated once per row (padding with a repeated id is harmless), `now` when the table marks
+   * finished rows. No token: the row locks fence it. Postgres: `WHERE id IN (…)`. MySQL and
+   * MariaDB: a derived table of the ids joined to the table by its primary key, one unique lookup
+   * per id, since InnoDB may scan the whole table for an `IN (…)` list (when its statistics count
+   * a small table) and a DELETE's scan waits for the rows other claims hold: two such deletes
+   * deadlock. Absent where each row is finished by its own statement.
    */
   readonly finishMany?: (spec: TableSpec, rowCount: number) => Statement;
 }

@@ -119,8 +119,31 @@ describe('mysql rowLock.retry and rowLock.retryAfter', () => {
 });
 
 describe('mysql rowLock.finishMany', () => {
-  it('is absent: each row of a batch is finished by its own statement', () => {
-    expect(mysql.rowLock.finishMany).toBeUndefined();
+  it('deletes the rows of a batch through a derived table of their ids read first, the id repeated once per row', () => {
+    for (const dialect of [mysql, mariadb]) {
+      expect(statementText(dialect.rowLock.finishMany!(minimalTable.spec, 4))).toEqual({
+        name: 'rowLock.finishMany',
+        sql:
+          'DELETE `jobs` FROM (SELECT ? AS `tablequeue_id` UNION ALL SELECT ? UNION ALL SELECT ? UNION ALL SELECT ?) AS `tablequeue_finished` ' +
+          'STRAIGHT_JOIN `jobs` FORCE INDEX (PRIMARY) ON `jobs`.`id` = `tablequeue_finished`.`tablequeue_id`',
+        params: ['id', 'id', 'id', 'id'],
+      });
+    }
+    expect(mysql.rowLock.finishMany!(schemaQualifiedTable.spec, 1).sql).toBe(
+      'DELETE `app`.`jobs` FROM (SELECT ? AS `tablequeue_id`) AS `tablequeue_finished` STRAIGHT_JOIN `app`.`jobs` FORCE INDEX (PRIMARY) ON `app`.`jobs`.`id` = `tablequeue_finished`.`tablequeue_id`',
+    );
+  });
+
+  it('marks them finished on a table with processed_at, and refuses a row count below one', () => {
+    expect(statementText(mysql.rowLock.finishMany!(everyRoleTable.spec, 2))).toEqual({
+      name: 'rowLock.finishMany',
+      sql:
+        'UPDATE (SELECT ? AS `tablequeue_id` UNION ALL SELECT ?) AS `tablequeue_finished` ' +
+        'STRAIGHT_JOIN `email_jobs` FORCE INDEX (PRIMARY) ON `email_jobs`.`job_id` = `tablequeue_finished`.`tablequeue_id` SET `processed_at` = ?',
+      params: ['id', 'id', 'now'],
+    });
+    expect(() => mysql.rowLock.finishMany!(minimalTable.spec, 0)).toThrow(/at least 1/);
+    expect(() => mysql.rowLock.finishMany!(minimalTable.spec, 1.5)).toThrow(/at least 1/);
   });
 });
 

@@ -4,6 +4,7 @@ import type { IsolationLevel, TableSpec } from '../../table/table-spec.js';
 import { mysqlCapabilities } from '../capabilities.js';
 import {
   isFifo,
+  keyFreed,
   leaseIsFree,
   refuseUnbuiltClaims,
   skipLockedSelect,
@@ -11,7 +12,7 @@ import {
   unfinishedRowsOfGroup,
   whereAll,
 } from '../claim-clauses.js';
-import { MYSQL_CLOCK } from '../database-clock.js';
+import { MYSQL_CLOCK, nowOf } from '../database-clock.js';
 import {
   DIALECT_INTERFACE_VERSION,
   GROUP_GUARD_COLUMN,
@@ -66,7 +67,10 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
       ...createSavepointStatements(style),
       serverVersion: () => renderStatement(style, 'session.serverVersion', sql`SELECT VERSION() AS version`),
     }),
-    rowLock: Object.freeze(createRowLockStatements(style, database)),
+    rowLock: Object.freeze({
+      ...createRowLockStatements(style, database),
+      finishMany: (spec: TableSpec, rowCount: number) => renderRowLockFinishMany(spec, rowCount),
+    }),
     lease: Object.freeze({
       // Without UPDATE … RETURNING the claim reads with row locks, then stamps each row. READ
       // COMMITTED whatever the table declares: no gap locks, so publishers are never blocked.
@@ -166,6 +170,39 @@ function renderLeaseStampAll(spec: TableSpec, rowCount: number): Statement {
     'lease.stampAll',
     sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} IN (${ids}) AND ${leaseIsFree(spec)}`,
   );
+}
+
+/** The derived table of a batch's finished ids, and its one column: names no queue table uses. */
+const FINISHED_ROWS = 'tablequeue_finished';
+const FINISHED_ID = 'tablequeue_id';
+
+/**
+ * The finishes (ack, drop) of a batch's rows, which the claim's transaction holds locked, in one
+ * statement that never waits: the ids as a derived table read first (STRAIGHT_JOIN), then one
+ * unique lookup of the primary key per id (FORCE INDEX, so eq_ref), which locks only the row it
+ * finds, one this transaction holds already. Without either the optimizer scans the table where
+ * its statistics count few rows (an `IN (…)` list below about 1,000 rows on MariaDB 10.11 with
+ * 128 ids; the join's inner table below about 3), and a DELETE's scan at READ COMMITTED waits
+ * for every row another claim holds: two such scans wait for each other (228 deadlocks in 30
+ * drains of 800 rows, 16 claims of 100 at a time, with `IN (…)`; none in 100 with this one). A
+ * padded id is the same row found twice, deleted or updated once.
+ */
+function renderRowLockFinishMany(spec: TableSpec, rowCount: number): Statement {
+  if (!Number.isInteger(rowCount) || rowCount < 1) {
+    throw new TypeError(`rowLock.finishMany needs a whole number of rows of at least 1, got ${rowCount}`);
+  }
+  const table = tableOf(spec);
+  const ids = joinSql(
+    Array.from({ length: rowCount }, (_, index) =>
+      index === 0 ? sql`SELECT ${param('id')} AS ${identifier(FINISHED_ID)}` : sql`SELECT ${param('id')}`,
+    ),
+    ' UNION ALL ',
+  );
+  const finished = identifier(FINISHED_ROWS);
+  const rows = sql`(${ids}) AS ${finished} STRAIGHT_JOIN ${table} FORCE INDEX (PRIMARY) ON ${table}.${identifier(spec.id.column)} = ${finished}.${identifier(FINISHED_ID)}`;
+  if (spec.processedAt === undefined) return renderStatement(style, 'rowLock.finishMany', sql`DELETE ${table} FROM ${rows}`);
+  const assignments = joinSql([sql`${identifier(spec.processedAt)} = ${nowOf(spec)}`, ...keyFreed(spec)], ', ');
+  return renderStatement(style, 'rowLock.finishMany', sql`UPDATE ${rows} SET ${assignments}`);
 }
 
 /**
