@@ -2,6 +2,7 @@ import { DEFAULT_LEASE_MS } from '../../src/broker/broker-options.js';
 import { leaseExpiry } from '../../src/claim/lease-book.js';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Dialect, LeaseSettleMany, TableColumns } from '../../src/dialect/dialect.js';
+import { executeAll } from '../../src/driver/connection-scope.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { powerOfTwoAtLeast } from '../../src/internal/power-of-two.js';
@@ -74,7 +75,8 @@ async function runLoop(cycle: RawCycle, watch: DrainWatch, counts: { claims: num
 /**
  * BEGIN, `SELECT … FOR UPDATE SKIP LOCKED` of one row (or a batch), the deletes (a batch's in
  * one statement where the dialect has one, padded to a power of two of ids as the service
- * renders it), COMMIT, all on one connection: the service's row lock claim transaction.
+ * renders it), COMMIT, all on one connection: the service's row lock claim transaction, with the
+ * BEGIN sent with the claim and one row's delete with the COMMIT (`executeAll`), as it sends them.
  */
 function createRowLockCycle(context: CycleContext): RawCycle {
   const { driver, dialect, spec, columns, batch, onHandled } = context;
@@ -82,20 +84,25 @@ function createRowLockCycle(context: CycleContext): RawCycle {
   const claim = dialect.rowLock.claim(spec, columns);
   const finish = dialect.settle.finish(spec, { fenced: false });
   const commit = dialect.session.commit();
+  const boundBegin = begin.map((statement) => bindStatement(statement, {}));
+  const boundCommit = bindStatement(commit, {});
   return async () => {
     const connection = await driver.acquire();
     try {
-      await runAll(connection, begin);
-      const rows = (await connection.execute(bindStatement(claim, { now: new Date(), limit: batch }))).rows;
+      const claimed = bindStatement(claim, { now: new Date(), limit: batch });
+      const rows = (await executeAll(connection, [...boundBegin, claimed])).at(-1)!.rows;
       for (let index = 0; index < rows.length; index += 1) onHandled();
       const ids = rows.map((row) => row[spec.id.column]);
       if (ids.length > 1 && dialect.rowLock.finishMany !== undefined) {
         const finishMany = dialect.rowLock.finishMany(spec, powerOfTwoAtLeast(ids.length));
         await connection.execute(bindRepeated(finishMany, ids.map((id) => ({ id })), { now: new Date() }, 'id'));
+        await connection.execute(boundCommit);
+      } else if (ids.length === 1) {
+        await executeAll(connection, [bindStatement(finish, { id: ids[0] }), boundCommit]);
       } else {
         for (const id of ids) await connection.execute(bindStatement(finish, { id }));
+        await connection.execute(boundCommit);
       }
-      await connection.execute(bindStatement(commit, {}));
       connection.release();
       return rows.length > 0;
     } catch (error) {

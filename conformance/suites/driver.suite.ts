@@ -2,10 +2,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createDialect } from '../../src/dialect/create-dialect.js';
 import { isConnectionLost } from '../../src/driver/connection-loan.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { DatabaseKind } from '../../src/driver/driver.js';
 import { ConnectionError, StatementError } from '../../src/errors.js';
+import { bindStatement } from '../../src/statement.js';
 import type { Stand, TestDatabase } from '../stand.js';
 import { driverPoolSuite } from './driver-pool.suite.js';
 import { DRIVER_TEST_SQL, type DriverTestContext, expectUtcTimes, statement } from './driver-test-context.js';
@@ -86,6 +88,30 @@ export function driverSuite(stand: Stand): void {
       }
       // A statement the server refused leaves its connection whole.
       await expect(driver.execute(statement('test.after', 'SELECT 1 AS one'))).resolves.toMatchObject({ rows: [{ one: 1 }] });
+    });
+
+    it('executeAll runs statements in order and answers each; a failure rejects with its own error and commits nothing', async () => {
+      const driver = await context.openDriver();
+      const session = createDialect(stand.kind).session;
+      const begin = session.begin(stand.kind === 'sqlite' ? { sqliteBegin: 'immediate' } : { isolation: 'read committed' }).map((each) => bindStatement(each, {}));
+      const commit = bindStatement(session.commit(), {});
+      const insert = (name: string) => statement('test.insert', `INSERT INTO items (name) VALUES (${p(1)})`, [name]);
+      const count = statement('test.count', 'SELECT COUNT(*) AS n FROM items');
+      const connection = await driver.acquire();
+      const results = await connection.executeAll!([...begin, insert('a'), insert('b'), count, commit]);
+      connection.release();
+      expect(results).toHaveLength(begin.length + 4);
+      expect(results.slice(begin.length, begin.length + 2).map((result) => result.affectedRows)).toEqual([1, 1]);
+      expect(Number(results[begin.length + 2]!.rows[0]!['n'])).toBe(2);
+
+      const failing = await driver.acquire();
+      const missing = statement('test.missing', `INSERT INTO missing_table (name) VALUES (${p(1)})`, ['c']);
+      const failure = await failing.executeAll!([...begin, insert('c'), missing, commit]).catch((error: unknown) => error);
+      failing.destroy();
+      expect(failure).toBeInstanceOf(StatementError);
+      expect(failure).toMatchObject({ statement: 'test.missing' });
+      // Sent at once or one by one, the insert before the failure never commits.
+      expect(await context.db.query('SELECT name FROM items ORDER BY name')).toEqual([{ name: 'a' }, { name: 'b' }]);
     });
 
     it('prepare checks a statement on the server without running it', async () => {

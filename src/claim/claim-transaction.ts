@@ -1,4 +1,5 @@
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
+import { executeAll } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
 import { BatchRolledBackError } from '../errors.js';
 import { createDeferred } from '../internal/deferred.js';
@@ -114,16 +115,27 @@ export class ClaimTransaction {
       await this.#finishRow();
       return;
     }
+    const isLast = this.#open === 1 && this.#finished.length === 0;
     try {
       if (!commitsHandlerWrites(settlement)) await this.#rollBackHandlerWrites();
       this.#handlerTransaction?.endLoan();
       const own = statements.serviceSettlements?.[settlementStatementNameOf(settlement)];
-      for (const statement of own ?? statements.settlements[settlement.kind]) {
-        await connection.execute(bindStatement(statement, values));
+      const settles = (own ?? statements.settlements[settlement.kind]).map((statement) => bindStatement(statement, values));
+      if (isLast) {
+        // The last settlement and the COMMIT in one round trip where the driver pipelines; a
+        // failed settlement aborts the transaction, and the COMMIT after it then rolls back.
+        await executeAll(connection, [...settles, bindStatement(statements.commit, {})]);
+      } else {
+        for (const settle of settles) await connection.execute(settle);
       }
     } catch (error) {
       this.#fail(error);
       throw error;
+    }
+    if (isLast) {
+      this.#open = 0;
+      this.#end();
+      return;
     }
     await this.#finishRow();
   }
@@ -165,7 +177,12 @@ export class ClaimTransaction {
       this.#fail(error);
       throw error;
     }
-    connection.release();
+    this.#end();
+  }
+
+  /** Committed: the connection goes back to the pool and every row's settlement is done. */
+  #end(): void {
+    this.#options.connection.release();
     this.#handlerTransaction?.committed();
     this.#ended.resolve();
   }

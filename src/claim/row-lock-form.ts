@@ -1,7 +1,7 @@
 import { createConcurrencyStatements, type KeySlotTake } from '../dialect/concurrency-statements.js';
-import { withConnection } from '../driver/connection-scope.js';
+import { executeAll, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
-import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { ClaimForm, HeldRow } from './claim-form.js';
 import { ownsGroup } from './claim-guard.js';
 import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
@@ -54,13 +54,21 @@ export class RowLockForm implements ClaimForm {
    * none yet, so the next claim adds the missing ones first. True before the first claim.
    */
   #isShortOfKeySlots = true;
+  /** The statements that open the claim's transaction, bound once. */
+  readonly #begin: readonly BoundStatement[];
+  /** No guard, no slots, no claim of the service's own: the transaction opens with the claim itself. */
+  readonly #isPlainClaim: boolean;
   /** perKey, taken in turn (MySQL, MariaDB): the last key whose slot this form took. */
   #lastKeyTaken = '';
 
   constructor(context: FormContext) {
     this.#context = context;
     this.#service = serviceStatementsOf(context);
-    this.#statements = renderRowLockStatements(context, this.#service);
+    const statements = renderRowLockStatements(context, this.#service);
+    this.#statements = statements;
+    this.#begin = statements.begin.map((statement) => bindStatement(statement, {}));
+    this.#isPlainClaim =
+      statements.guard === undefined && statements.takeSlots === undefined && statements.keySlots === undefined && this.#service?.claim === undefined;
     this.claimsOneAtATime = claimsOneAtATime(context);
   }
 
@@ -96,30 +104,38 @@ export class RowLockForm implements ClaimForm {
     const statements = this.#statements;
     return withConnection(driver, async (connection, keep) => {
       const run = (statement: Statement, values: ParamValues = {}) => connection.execute(bindStatement(statement, values));
-      if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
-      for (const statement of statements.begin) await run(statement);
-      // Another claim or delivery owning the group ends the transaction, dropping what the guard took.
-      if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }))) {
-        await run(statements.rollback);
-        return [];
-      }
+      const service = this.#service;
       let rowLimit = transactional ? 1 : limit;
-      // Each row in work holds a slot until its transaction ends: no free slot, no claim.
-      const global = this.#context.concurrency?.global;
-      if (statements.takeSlots !== undefined) {
-        rowLimit = (await run(statements.takeSlots, { group, global, limit: rowLimit })).rows.length;
-        if (rowLimit === 0) {
+      let rows: Record<string, unknown>[];
+      if (this.#isPlainClaim) {
+        // BEGIN and the claim in one round trip where the driver pipelines: on PostgreSQL with 16
+        // workers, a message's four statements became two round trips.
+        const claim = bindStatement(statements.claim, { group, now, limit: rowLimit });
+        rows = (await executeAll(connection, [...this.#begin, claim])).at(-1)!.rows;
+      } else {
+        if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
+        await executeAll(connection, this.#begin);
+        // Another claim or delivery owning the group ends the transaction, dropping what the guard took.
+        if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }))) {
           await run(statements.rollback);
           return [];
         }
+        // Each row in work holds a slot until its transaction ends: no free slot, no claim.
+        const global = this.#context.concurrency?.global;
+        if (statements.takeSlots !== undefined) {
+          rowLimit = (await run(statements.takeSlots, { group, global, limit: rowLimit })).rows.length;
+          if (rowLimit === 0) {
+            await run(statements.rollback);
+            return [];
+          }
+        }
+        rows =
+          service?.claim !== undefined
+            ? await this.#claimOwn(connection, service, now, rowLimit)
+            : statements.keySlots === undefined
+              ? (await run(statements.claim, { group, now, limit: rowLimit })).rows
+              : await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit);
       }
-      const service = this.#service;
-      const rows =
-        service?.claim !== undefined
-          ? await this.#claimOwn(connection, service, now, rowLimit)
-          : statements.keySlots === undefined
-            ? (await run(statements.claim, { group, now, limit: rowLimit })).rows
-            : await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit);
       if (rows.length === 0) {
         await run(statements.commit);
         return [];

@@ -1,5 +1,5 @@
-import { bindStatement, type Statement } from '../statement.js';
-import type { Connection, Driver } from './driver.js';
+import { bindStatement, type BoundStatement, type Statement } from '../statement.js';
+import type { Connection, Driver, QueryResult } from './driver.js';
 import type { AcquireOptions } from './pool-gate.js';
 
 /** The statements that open and end a transaction, as the dialect renders them. */
@@ -21,6 +21,14 @@ export interface InTransactionOptions<T> {
    * session the service holds in a transaction of its own: see `sharesSessionWithService`).
    */
   readonly whenBeginRefused?: () => T;
+}
+
+/** `Connection.executeAll` where the connection has it, else one statement after another. */
+export async function executeAll(connection: Connection, statements: readonly BoundStatement[]): Promise<QueryResult[]> {
+  if (connection.executeAll !== undefined) return connection.executeAll(statements);
+  const results: QueryResult[] = [];
+  for (const statement of statements) results.push(await connection.execute(statement));
+  return results;
 }
 
 /**

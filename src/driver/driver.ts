@@ -39,6 +39,17 @@ export interface QueryResult {
  */
 export interface Connection {
   execute(statement: BoundStatement): Promise<QueryResult>;
+  /**
+   * Runs `statements` in order and resolves with their results in order, or rejects with the
+   * first failure. On PostgreSQL, when the client pipelines (node-postgres 8.23 and later, on the
+   * pool the driver opens), all of them are written at once and answered in one round trip, and
+   * each runs even when one before it failed; elsewhere they run one after another and the first
+   * failure stops the rest. Use it only where a statement running after a failed one is harmless:
+   * inside a transaction, whose first failure aborts every statement after it. Optional: a
+   * connection without it (one a test or a wrapper makes) is run through `executeAll` in
+   * connection-scope.ts, one statement after another.
+   */
+  executeAll?(statements: readonly BoundStatement[]): Promise<QueryResult[]>;
   /** Checks that a statement is valid on the server without running it. */
   prepare(statement: BoundStatement): Promise<void>;
   /** Returns the connection to the pool: its session state must be clean (no open transaction). */

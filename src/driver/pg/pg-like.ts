@@ -25,6 +25,11 @@ export interface PgClientLike {
   readonly processID?: number | null;
   /** The other half of the session's cancel key, for a CancelRequest. */
   readonly secretKey?: number | null;
+  /**
+   * node-postgres 8.23 and later, on a client made with `pipeline: true`: each query is written
+   * at once, without waiting for the answer to the one before. Undefined on older versions.
+   */
+  readonly pipeline?: boolean;
   /** `true` (or an error) ends the session instead of returning it to the pool. */
   release(destroy?: boolean | Error): void;
   on(event: 'error', listener: PgErrorListener): unknown;
@@ -80,6 +85,8 @@ export interface PgPoolLike {
 export interface PgPoolConfigLike {
   readonly connectionString: string;
   readonly max: number;
+  /** node-postgres 8.23 and later: the pool's clients pipeline their queries; older versions ignore it. */
+  readonly pipeline?: boolean;
 }
 
 export interface PgModuleLike {
