@@ -57,14 +57,19 @@ export async function withConnection<T>(
   return result;
 }
 
+export interface WithTransactionOptions<T> extends InTransactionOptions<T> {
+  /** How the connection is acquired: its purpose, and what its commit must survive. */
+  readonly acquire?: AcquireOptions;
+}
+
 /** `inTransaction` on a connection of its own (`withConnection`). */
 export function withTransaction<T>(
   driver: Pick<Driver, 'acquire'>,
   statements: TransactionStatements,
   work: (transaction: OpenTransaction, connection: Connection) => Promise<T>,
-  options?: InTransactionOptions<T>,
+  options?: WithTransactionOptions<T>,
 ): Promise<T> {
-  return withConnection(driver, (connection) => inTransaction(connection, statements, work, options));
+  return withConnection(driver, (connection) => inTransaction(connection, statements, work, options), options?.acquire);
 }
 
 /**

@@ -12,7 +12,14 @@ import type {
   QueryResult,
 } from './driver.js';
 import { type PoolCounts, PoolLedger } from './pool-ledger.js';
-import { DEFAULT_ACQUIRE_TIMEOUT_MS, describeExhaustion, poolGateFor, type AcquireOptions, type PoolGate } from './pool-gate.js';
+import {
+  DEFAULT_ACQUIRE_TIMEOUT_MS,
+  describeExhaustion,
+  poolGateFor,
+  type AcquireOptions,
+  type CommitDurability,
+  type PoolGate,
+} from './pool-gate.js';
 
 /** A session a client adapter lent: a connection that also tells which server session runs a statement. */
 export interface LentSession extends Connection {
@@ -52,8 +59,11 @@ export interface ClientAdapter {
    * `execute` or on a session from `lend`; a failure closes a pool it opened and throws a `ConnectionError`.
    */
   open(execute: (statement: BoundStatement) => Promise<QueryResult>, lend: () => Promise<LentSession>): Promise<void>;
-  /** Takes a session from the pool; `onEnded` runs once, when its loan ends. */
-  lend(ledger: PoolLedger, onEnded: () => void): Promise<LentSession>;
+  /**
+   * Takes a session from the pool; `onEnded` runs once, when its loan ends. The loan's commits
+   * survive what `commitDurability` asks for; an adapter whose commits are always durable ignores it.
+   */
+  lend(ledger: PoolLedger, onEnded: () => void, commitDurability: CommitDurability): Promise<LentSession>;
   /** The service's own connection (a `tx`), as `Driver.adopt` describes. */
   adopt(connection: unknown): Connection;
   /** Cancels the statements running on these server sessions, through a session of its own. */
@@ -187,10 +197,14 @@ export class RuntimeDriver implements Driver {
     });
     let connection: LentSession | undefined;
     try {
-      connection = await adapter.lend(this.#ledger, () => {
-        if (connection !== undefined) this.#lent.delete(connection);
-        gate?.leave();
-      });
+      connection = await adapter.lend(
+        this.#ledger,
+        () => {
+          if (connection !== undefined) this.#lent.delete(connection);
+          gate?.leave();
+        },
+        options?.commitDurability ?? 'durable',
+      );
     } catch (error) {
       gate?.leave();
       throw error;

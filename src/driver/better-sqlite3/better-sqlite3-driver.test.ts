@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Broker } from '../../broker/broker.js';
+import { defineTable } from '../../definition/define-table.js';
 import { ConnectionError } from '../../errors.js';
+import { createDeferred } from '../../internal/deferred.js';
+import { createDriver } from '../create-driver.js';
+import type { Connection } from '../driver.js';
 import { BetterSqlite3Driver } from './better-sqlite3-driver.js';
 
 describe('better-sqlite3 driver on the service\'s own handle', () => {
@@ -96,5 +101,185 @@ describe('better-sqlite3 driver on the service\'s own handle', () => {
     } finally {
       handle.close();
     }
+  });
+});
+
+/** SQLite's `synchronous` levels, as `PRAGMA synchronous` reads them. */
+const NORMAL = 1;
+const FULL = 2;
+const EXTRA = 3;
+
+async function run(connection: Connection, sql: string): Promise<Record<string, unknown>[]> {
+  return (await connection.execute({ name: 'test', sql, values: [] })).rows;
+}
+
+async function synchronousOf(connection: Connection): Promise<unknown> {
+  return (await run(connection, 'PRAGMA synchronous'))[0]!.synchronous;
+}
+
+describe('better-sqlite3 driver: what the commits of a loan survive', () => {
+  let folder: string;
+  beforeEach(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'tq-synchronous-'));
+  });
+  afterEach(async () => {
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('commits a redeliverable loan at NORMAL on a file it opened, and puts a plain loan back to the level the file opened with', async () => {
+    const driver = createDriver(`sqlite:${join(folder, 'queue.db')}`);
+    await driver.open();
+    try {
+      const plain = await driver.acquire();
+      expect(await synchronousOf(plain)).toBe(FULL);
+      await run(plain, 'CREATE TABLE items (value INTEGER)');
+      plain.release();
+
+      const redeliverable = await driver.acquire({ commitDurability: 'redeliverable' });
+      await run(redeliverable, 'INSERT INTO items VALUES (1)');
+      expect(await synchronousOf(redeliverable)).toBe(NORMAL);
+      redeliverable.release();
+
+      // Read inside the transaction, where nothing switches: the level the INSERT commits at.
+      const durable = await driver.acquire();
+      await run(durable, 'BEGIN IMMEDIATE');
+      expect(await synchronousOf(durable)).toBe(FULL);
+      await run(durable, 'INSERT INTO items VALUES (2)');
+      await run(durable, 'COMMIT');
+      expect(await synchronousOf(durable)).toBe(FULL);
+      expect(await run(durable, 'SELECT value FROM items ORDER BY value')).toEqual([{ value: 1 }, { value: 2 }]);
+      durable.release();
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it('commits plain loans at FULL on a file that was already in WAL mode, which better-sqlite3 opens at NORMAL', async () => {
+    const file = join(folder, 'queue.db');
+    const setup = new Database(file);
+    setup.pragma('journal_mode = WAL');
+    setup.exec('CREATE TABLE items (value INTEGER)');
+    setup.close();
+    const reopened = new Database(file);
+    expect(reopened.pragma('synchronous', { simple: true })).toBe(NORMAL);
+    reopened.close();
+
+    const driver = createDriver(`sqlite:${file}`);
+    await driver.open();
+    try {
+      const plain = await driver.acquire();
+      await run(plain, 'INSERT INTO items VALUES (1)');
+      expect(await synchronousOf(plain)).toBe(FULL);
+      plain.release();
+      const redeliverable = await driver.acquire({ commitDurability: 'redeliverable' });
+      await run(redeliverable, 'INSERT INTO items VALUES (2)');
+      expect(await synchronousOf(redeliverable)).toBe(NORMAL);
+      redeliverable.release();
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it('switches before the BEGIN of a redeliverable loan, and leaves its transaction at NORMAL to its end', async () => {
+    const driver = createDriver(`sqlite:${join(folder, 'queue.db')}`);
+    await driver.open();
+    try {
+      await driver.execute({ name: 'create', sql: 'CREATE TABLE items (value INTEGER)', values: [] });
+      const redeliverable = await driver.acquire({ commitDurability: 'redeliverable' });
+      await run(redeliverable, 'BEGIN IMMEDIATE');
+      await run(redeliverable, 'INSERT INTO items VALUES (1)');
+      // A switch inside the transaction would fail: "Safety level may not be changed inside a transaction".
+      expect(await synchronousOf(redeliverable)).toBe(NORMAL);
+      await run(redeliverable, 'COMMIT');
+      redeliverable.release();
+
+      // One left open is rolled back as its loan ends, and the next loan switches as usual.
+      const abandoned = await driver.acquire({ commitDurability: 'redeliverable' });
+      await run(abandoned, 'BEGIN IMMEDIATE');
+      await run(abandoned, 'INSERT INTO items VALUES (2)');
+      abandoned.destroy();
+      const durable = await driver.acquire();
+      expect(await synchronousOf(durable)).toBe(FULL);
+      expect(await run(durable, 'SELECT value FROM items')).toEqual([{ value: 1 }]);
+      durable.release();
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it("never changes the level of the service's own handle", async () => {
+    const handle = new Database(join(folder, 'app.db'));
+    try {
+      handle.pragma('journal_mode = WAL');
+      handle.pragma(`synchronous = ${EXTRA}`);
+      const driver = createDriver(handle);
+      await driver.open();
+      const redeliverable = await driver.acquire({ commitDurability: 'redeliverable' });
+      await run(redeliverable, 'CREATE TABLE items (value INTEGER)');
+      await run(redeliverable, 'INSERT INTO items VALUES (1)');
+      expect(handle.pragma('synchronous', { simple: true })).toBe(EXTRA);
+      redeliverable.release();
+      await driver.close();
+      expect(handle.pragma('synchronous', { simple: true })).toBe(EXTRA);
+    } finally {
+      handle.close();
+    }
+  });
+
+  it('leaves an in-memory database at its own level', async () => {
+    const driver = createDriver('sqlite::memory:');
+    await driver.open();
+    try {
+      const plain = await driver.acquire();
+      const level = await synchronousOf(plain);
+      plain.release();
+      const redeliverable = await driver.acquire({ commitDurability: 'redeliverable' });
+      await run(redeliverable, 'CREATE TABLE items (value INTEGER)');
+      expect(await synchronousOf(redeliverable)).toBe(level);
+      redeliverable.release();
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it.each([
+    { mode: 'lease', transactional: false },
+    { mode: 'transactional lease', transactional: true },
+  ])('drains a $mode subscription on a file, every message acked', async ({ transactional }) => {
+    const file = join(folder, 'queue.db');
+    const table = defineTable({ table: 'jobs', id: 'id', attempt: 'attempt', payload: 'payload', lockedUntil: 'locked_until' });
+    const setup = new Database(file);
+    for (const sql of table.createTableSql('sqlite')) setup.exec(sql);
+    setup.exec('CREATE TABLE handled (value INTEGER)');
+    setup.close();
+    const queue = table.queue<{ value: number }>('work');
+    const count = 300;
+    const broker = new Broker({ database: `sqlite:${file}`, pollIntervalMs: 50, stopTimeoutMs: 5_000 });
+    const drained = createDeferred();
+    let handled = 0;
+    broker.subscribe(
+      queue,
+      async (message, context) => {
+        await context.tx?.query('INSERT INTO handled VALUES (?)', [message.payload.value]);
+        handled += 1;
+        if (handled === count) drained.resolve();
+      },
+      { workers: 4, transactional },
+    );
+    await broker.start();
+    try {
+      await broker.publishMany(queue, Array.from({ length: count }, (_, value) => ({ payload: { value } })));
+      await drained.promise;
+    } finally {
+      await broker.stop();
+    }
+    const after = new Database(file, { readonly: true });
+    try {
+      expect(after.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(0);
+      expect(after.prepare('SELECT count(*) FROM handled').pluck().get()).toBe(transactional ? count : 0);
+    } finally {
+      after.close();
+    }
+    expect(broker.stats().subscriptions[0]!.acked).toBe(count);
   });
 });

@@ -7,6 +7,7 @@ import { loadClientLibrary } from '../client-library.js';
 import { ConnectionLoan, LEAVE_TO_OWNER, type LoanEnding } from '../connection-loan.js';
 import type { SqliteUrl } from '../database-url.js';
 import type { Connection, DatabaseKind, QueryResult } from '../driver.js';
+import type { CommitDurability } from '../pool-gate.js';
 import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
 import { RuntimeDriver, runInTurn, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
@@ -23,6 +24,10 @@ const DATABASE: DatabaseKind = 'sqlite';
 const MAX_CACHED_STATEMENTS = 500;
 const BUSY_BACKOFF: Backoff = Object.freeze({ initialMs: 1, maxMs: 50 });
 const BUSY_GIVE_UP_MS = 30_000;
+/** `PRAGMA synchronous = NORMAL`: in WAL mode, the log is synced at checkpoints, not at every commit. */
+const SYNCHRONOUS_NORMAL = 1;
+/** `PRAGMA synchronous = FULL`: the log is synced at every commit. */
+const SYNCHRONOUS_FULL = 2;
 
 /**
  * Runs statements on one better-sqlite3 handle. better-sqlite3 is synchronous and a handle is one
@@ -30,7 +35,8 @@ const BUSY_GIVE_UP_MS = 30_000;
  * it, and a transaction on one connection never interleaves with another's statements. SQLite's
  * busy timeout is kept at zero on handles this driver opens (it would block the event loop, and
  * with it the handler that holds the write lock); a statement that finds the database locked is
- * retried after a short growing delay instead.
+ * retried after a short growing delay instead. On a file it opened, loans asking for
+ * `redeliverable` commits run at `synchronous = NORMAL` (see `SynchronousLevels`).
  */
 export class BetterSqlite3Driver extends RuntimeDriver {
   constructor(options: BetterSqlite3DriverOptions) {
@@ -53,6 +59,8 @@ class BetterSqlite3Adapter implements ClientAdapter {
   readonly #mutex: HandleMutex;
   readonly #statements = new StatementCache();
   #database: BetterSqlite3DatabaseLike | undefined;
+  /** A file this driver opened: the levels its loans commit at. Undefined for in-memory and service handles. */
+  #synchronous: SynchronousLevels | undefined;
 
   constructor(options: BetterSqlite3DriverOptions) {
     this.#options = Object.freeze({ ...options });
@@ -86,7 +94,7 @@ class BetterSqlite3Adapter implements ClientAdapter {
     if ('database' in options) await this.#useWriteAheadLog(database);
   }
 
-  async lend(ledger: PoolLedger, onEnded: () => void): Promise<SqliteConnection> {
+  async lend(ledger: PoolLedger, onEnded: () => void, commitDurability: CommitDurability): Promise<SqliteConnection> {
     const database = this.#database!;
     await this.#mutex.lock(this);
     // The handle is the session: ending it rolls back a transaction the holder opened and left
@@ -103,6 +111,7 @@ class BetterSqlite3Adapter implements ClientAdapter {
       statements: this.#statements,
       ending: { release: endSession, destroy: endSession },
       onEnded,
+      synchronous: this.#synchronous && { levels: this.#synchronous, commitDurability },
     });
     return connection;
   }
@@ -134,6 +143,7 @@ class BetterSqlite3Adapter implements ClientAdapter {
     this.#mutex.refuseWaiting(this, () => new ClosedError(`the driver for ${this.description} is closed`));
     if (this.ownsPool) this.#database?.close();
     this.#database = undefined;
+    this.#synchronous = undefined;
   }
 
   async #openDatabase(url: SqliteUrl): Promise<BetterSqlite3DatabaseLike> {
@@ -147,6 +157,8 @@ class BetterSqlite3Adapter implements ClientAdapter {
     try {
       // WAL lets readers go on while a writer commits; an in-memory database has no journal file.
       if (!url.isMemory) await runWhileBusy(() => database.pragma('journal_mode = WAL'), () => false);
+      // Read once in WAL mode, whose default level a handle opening a WAL file starts at.
+      if (!url.isMemory) this.#synchronous = new SynchronousLevels(database);
     } catch (error) {
       database.close();
       throw this.#openError(url.filename, error);
@@ -185,10 +197,46 @@ class BetterSqlite3Adapter implements ClientAdapter {
   }
 }
 
+/**
+ * The `synchronous` level of a WAL file's handle the driver opened, set per loan. A loan asking
+ * for `redeliverable` commits gets NORMAL: its commits reach the log at once (an application
+ * crash loses nothing, and the file stays consistent) but are synced only at the next checkpoint
+ * or the next commit at FULL, which syncs every earlier frame too, so a power loss may roll them
+ * back. Every other loan gets the "durable" level: the one the handle opened with, but at least
+ * FULL. better-sqlite3 is built with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1, so a handle that opens a
+ * file already in WAL mode starts at NORMAL (one that switched the file to WAL itself stays at
+ * FULL), and its publishes would otherwise commit unsynced. SQLite refuses to change the level
+ * inside a transaction, and a transaction commits at the level it began with, so the level is set
+ * before a statement that begins one (an autocommit statement or BEGIN), following the loan
+ * whose statement it is.
+ */
+class SynchronousLevels {
+  readonly #database: BetterSqlite3DatabaseLike;
+  readonly #durable: number;
+  /** Tracked rather than read, so a loan after a loan of the same kind runs no pragma. */
+  #current: number;
+
+  constructor(database: BetterSqlite3DatabaseLike) {
+    this.#database = database;
+    this.#current = Number(database.pragma('synchronous', { simple: true }));
+    // A build that opens at EXTRA keeps EXTRA for durable commits.
+    this.#durable = Math.max(SYNCHRONOUS_FULL, this.#current);
+  }
+
+  /** Before a statement run outside a transaction: the level `commitDurability` asks for. */
+  setFor(commitDurability: CommitDurability): void {
+    const level = commitDurability === 'redeliverable' ? SYNCHRONOUS_NORMAL : this.#durable;
+    if (level === this.#current) return;
+    this.#database.pragma(`synchronous = ${level}`);
+    this.#current = level;
+  }
+}
+
 class SqliteConnection implements LentSession {
   readonly #database: BetterSqlite3DatabaseLike;
   readonly #statements: StatementCache;
   readonly #loan: ConnectionLoan;
+  readonly #synchronous: { readonly levels: SynchronousLevels; readonly commitDurability: CommitDurability } | undefined;
 
   /** Statements run inside their call: none is ever found running by `cancelRunning`. */
   readonly runningSessionId = undefined;
@@ -197,10 +245,17 @@ class SqliteConnection implements LentSession {
 
   constructor(
     database: BetterSqlite3DatabaseLike,
-    context: { ledger: PoolLedger | undefined; statements: StatementCache; ending: LoanEnding; onEnded?: () => void },
+    context: {
+      ledger: PoolLedger | undefined;
+      statements: StatementCache;
+      ending: LoanEnding;
+      onEnded?: () => void;
+      synchronous?: { readonly levels: SynchronousLevels; readonly commitDurability: CommitDurability } | undefined;
+    },
   ) {
     this.#database = database;
     this.#statements = context.statements;
+    this.#synchronous = context.synchronous;
     const { ledger, ending, onEnded } = context;
     this.#loan = new ConnectionLoan({ ledger, database: DATABASE, describeFailure, ending, ...(onEnded === undefined ? {} : { onEnded }) });
   }
@@ -223,6 +278,7 @@ class SqliteConnection implements LentSession {
       async () => {
         const values = statement.values.map(encodeValue);
         const wasInTransaction = this.#database.inTransaction;
+        if (!wasInTransaction) this.#synchronous?.levels.setFor(this.#synchronous.commitDurability);
         try {
           return await runWhileBusy(
             () => runStatement(this.#statements.prepare(this.#database, statement.sql), values),
