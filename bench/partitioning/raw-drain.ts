@@ -1,10 +1,11 @@
 import { DEFAULT_LEASE_MS } from '../../src/broker/broker-options.js';
-import { leaseExpiry } from '../../src/claim/lease-book.js';
+import { LEASE_COMMITS, leaseExpiry } from '../../src/claim/lease-book.js';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Dialect, LeaseSettleMany, TableColumns } from '../../src/dialect/dialect.js';
 import { executeAll } from '../../src/driver/connection-scope.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
+import type { AcquireOptions } from '../../src/driver/pool-gate.js';
 import { powerOfTwoAtLeast } from '../../src/internal/power-of-two.js';
 import { bindRepeated, bindStatement, type Statement } from '../../src/statement.js';
 import type { TableSpec } from '../../src/table/table-spec.js';
@@ -116,7 +117,9 @@ function createRowLockCycle(context: CycleContext): RawCycle {
  * The lease claim (one statement, or MySQL/MariaDB's select-then-stamp transaction) of one row or
  * a batch on one connection. One row is settled by the fenced delete naming its lease token; a
  * batch by the statement the service's settlement coalescing runs (`lease.settleMany`: every
- * row under its own token, padded to a power of two of rows as the service renders it).
+ * row under its own token, padded to a power of two of rows as the service renders it). Every
+ * loan asks for the commits the service's lease form asks for (`LEASE_COMMITS`: on a SQLite file,
+ * `synchronous = NORMAL`), so the raw loop runs the same statements under the same commit rule.
  */
 function createLeaseCycle(context: CycleContext): RawCycle {
   const { driver, dialect, spec, columns, batch, onHandled } = context;
@@ -149,18 +152,20 @@ function createLeaseCycle(context: CycleContext): RawCycle {
       }
       await connection.execute(bindStatement(commit, {}));
       return { rows: stamped, isTaken: stamped.length < selected.length };
-    });
+    }, LEASE_COMMITS);
     for (let index = 0; index < rows.length; index += 1) onHandled();
     const ids = rows.map((row) => row[spec.id.column]);
     const settled =
       finishMany !== undefined && ids.length > 1
-        ? await withConnection(driver, (connection) => finishMany(connection, ids, lockedUntil))
+        ? await withConnection(driver, (connection) => finishMany(connection, ids, lockedUntil), LEASE_COMMITS)
         : (
             await Promise.all(
               ids.map((id) =>
-                withConnection(driver, async (connection) => {
-                  return (await connection.execute(bindStatement(finish, { id, held: lockedUntil }))).affectedRows;
-                }),
+                withConnection(
+                  driver,
+                  async (connection) => (await connection.execute(bindStatement(finish, { id, held: lockedUntil }))).affectedRows,
+                  LEASE_COMMITS,
+                ),
               ),
             )
           ).reduce((sum, deleted) => sum + deleted, 0);
@@ -215,8 +220,8 @@ async function runAll(connection: Connection, statements: readonly Statement[]):
 }
 
 /** Acquire, work, release; a connection whose statement failed is destroyed, as the service does. */
-async function withConnection<T>(driver: Driver, work: (connection: Connection) => Promise<T>): Promise<T> {
-  const connection = await driver.acquire();
+async function withConnection<T>(driver: Driver, work: (connection: Connection) => Promise<T>, options?: AcquireOptions): Promise<T> {
+  const connection = await driver.acquire(options);
   try {
     const result = await work(connection);
     connection.release();

@@ -1,3 +1,13 @@
+import type { CommitDurability } from '../driver/pool-gate.js';
+
+/**
+ * What the lease form's claims, renewals and settlements commit with. A power loss that rolls one
+ * of them back only delivers a message again, as a crash before the ack does: a claim lost hands
+ * the row out again, a renewal or a settlement lost leaves the row to come back when its lease
+ * runs out. So SQLite syncs them at its next checkpoint rather than at every commit, two per message.
+ */
+export const LEASE_COMMITS = { commitDurability: 'redeliverable' } as const satisfies { commitDurability: CommitDurability };
+
 /**
  * The token a lease is held by (its expiry), and the one a renewal whose outcome is unknown (its
  * connection broke mid-statement) may have written instead.

@@ -5,7 +5,7 @@ import { createDeferred, type Deferred } from '../internal/deferred.js';
 import { bindRepeated, bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { Settlement } from './claim-form.js';
-import type { LeaseSlot } from './lease-book.js';
+import { LEASE_COMMITS, type LeaseSlot } from './lease-book.js';
 import { SettlementCoalescer } from './settlement-coalescer.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 
@@ -119,14 +119,14 @@ export class LeaseCoalescedSettlements {
     const { driver } = this.#context;
     if (rendered.kind === 'returning') {
       const statement = this.#bind(rendered, rendered.statement, items);
-      return withConnection(driver, async (connection) => (await connection.execute(statement)).rows);
+      return withConnection(driver, async (connection) => (await connection.execute(statement)).rows, LEASE_COMMITS);
     }
     const session = { begin: rendered.begin, commit: this.#commit, rollback: this.#rollback };
     return withTransaction(driver, session, async (_transaction, connection) => {
       const locked = (await connection.execute(this.#bind(rendered, rendered.lock, items))).rows;
       if (locked.length > 0) await connection.execute(this.#bind(rendered, rendered.write, items));
       return locked;
-    });
+    }, { acquire: LEASE_COMMITS });
   }
 
   #bind(rendered: LeaseSettleMany, statement: Statement, items: Pending[]): BoundStatement {

@@ -7,7 +7,7 @@ import { bindStatement, type ParamValues, type Statement } from '../statement.js
 import { isRolledBackByConflict, MAX_SETTLEMENT_CONFLICT_RETRIES } from './contention.js';
 import { commitsHandlerWrites, settlementValues, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
-import { LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
+import { LEASE_COMMITS, LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
 import { LeaseClaimGatherer } from './lease-claim-gatherer.js';
 import { LeaseClaimer, type ConcurrencyClaim } from './lease-claimer.js';
 import { LeaseCoalescedSettlements } from './lease-coalesced-settlements.js';
@@ -185,6 +185,8 @@ export class LeaseForm implements ClaimForm {
     // Transactional mode is for single deliveries: each holds the connection its claim ran on.
     const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
     if (this.#context.concurrency?.perKey !== undefined) values.perKey = this.#context.concurrency.perKey;
+    // A transactional delivery's transaction runs on this loan too: its handler's writes commit
+    // with the ack, so a power loss that takes the ack back takes them too, and the row comes back.
     return withConnection(driver, async (connection, keep) => {
       const rows = (await this.#claimer.claimOn(connection, values)) ?? [];
       // A claim of the service's own fetches its rows before stamping them, as they stood.
@@ -196,7 +198,7 @@ export class LeaseForm implements ClaimForm {
       if (!transactional || first === undefined) return claimed.map((row) => this.#hold(row, lockedUntil, undefined));
       keep();
       return [await this.#holdInTransaction(first, lockedUntil, connection)];
-    });
+    }, LEASE_COMMITS);
   }
 
   /**
@@ -336,7 +338,7 @@ export class LeaseForm implements ClaimForm {
       }
       for (const statement of statements) await connection.execute(bindStatement(statement, values));
       return true;
-    });
+    }, { acquire: LEASE_COMMITS });
   }
 
   /**
@@ -361,7 +363,7 @@ export class LeaseForm implements ClaimForm {
     const { driver } = this.#context;
     if (statements.length === 1) {
       const statement = bindStatement(statements[0]!, values);
-      return withConnection(driver, async (connection) => (await connection.execute(statement)).affectedRows > 0);
+      return withConnection(driver, async (connection) => (await connection.execute(statement)).affectedRows > 0, LEASE_COMMITS);
     }
     // A dead letter into a table is a copy then a delete: both in one transaction, both fenced.
     return withTransaction(driver, this.#statements, async (transaction, connection) => {
@@ -372,7 +374,7 @@ export class LeaseForm implements ClaimForm {
         }
       }
       return true;
-    });
+    }, { acquire: LEASE_COMMITS });
   }
 
   #lost(slot: LeaseSlot): LeaseLostError {

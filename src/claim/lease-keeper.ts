@@ -3,7 +3,7 @@ import { withConnection } from '../driver/connection-scope.js';
 import { systemClock, type Clock } from '../internal/clock.js';
 import { TestSignal } from '../internal/test-signal.js';
 import type { Connection, Driver } from '../driver/driver.js';
-import { leaseExpiry, type LeaseBook, type LeaseSlot } from './lease-book.js';
+import { LEASE_COMMITS, leaseExpiry, type LeaseBook, type LeaseSlot } from './lease-book.js';
 
 export interface LeaseKeeperOptions {
   readonly driver: Driver;
@@ -71,7 +71,7 @@ export class LeaseKeeper {
     if (book.renewable().length === 0) return;
     try {
       // Renewals take the connection kept for them, so handlers' own queries never make them wait.
-      await withConnection(driver, (connection) => this.#renewOn(connection), { purpose: 'renewal' });
+      await withConnection(driver, (connection) => this.#renewOn(connection), { purpose: 'renewal', ...LEASE_COMMITS });
     } catch (error) {
       this.#options.onError(error);
     }
