@@ -30,6 +30,8 @@ export interface PgClientLike {
    * at once, without waiting for the answer to the one before. Undefined on older versions.
    */
   readonly pipeline?: boolean;
+  /** node-postgres' protocol connection, not part of its documented API: its socket, corked around a pipeline's writes. */
+  readonly connection?: { readonly stream?: { cork?(): void; uncork?(): void } };
   /** `true` (or an error) ends the session instead of returning it to the pool. */
   release(destroy?: boolean | Error): void;
   on(event: 'error', listener: PgErrorListener): unknown;
