@@ -1,10 +1,12 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { expect, it, vi } from 'vitest';
+import { createDialect } from '../../src/dialect/create-dialect.js';
 import { isConnectionLost } from '../../src/driver/connection-loan.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { ClosedError, DeclarationError, StatementError } from '../../src/errors.js';
+import { bindStatement } from '../../src/statement.js';
 import { type DriverTestContext, expectUtcTimes, firstRow, statement } from './driver-test-context.js';
 import { openServicePools, sqliteFileOf } from './service-pools.js';
 
@@ -120,6 +122,14 @@ export function driverPoolSuite(context: DriverTestContext): void {
         await driver.open();
         expect(driver.stats().size, pool.label).toBeLessThan(99);
         await expectUtcTimes(context, driver);
+        await context.db.exec('DELETE FROM items');
+        // BEGIN, the statements and COMMIT written together where the service's pool pipelines.
+        const connection = await driver.acquire();
+        const begin = createDialect(stand.kind).session.begin(stand.kind === 'sqlite' ? {} : { isolation: 'read committed' });
+        const commit = createDialect(stand.kind).session.commit();
+        await connection.executeAll!([...begin.map((each) => bindStatement(each, {})), insert(pool.label), bindStatement(commit, {})]);
+        connection.release();
+        expect(await names(), pool.label).toEqual([pool.label]);
         await context.db.exec('DELETE FROM items');
         await driver.close();
         await expect(pool.ping(), pool.label).resolves.toBeUndefined();

@@ -30,7 +30,7 @@ export interface ServiceTransaction {
 export function openServicePools(stand: Stand, db: TestDatabase): ServicePool[] {
   switch (stand.kind) {
     case 'postgres':
-      return [openPgPool(requireUrl(db))];
+      return [openPgPool(requireUrl(db), { pipeline: false }), openPgPool(requireUrl(db), { pipeline: true })];
     case 'mysql':
       return [openMysqlPool(requireUrl(db), 'callback'), openMysqlPool(requireUrl(db), 'promise')];
     case 'sqlite':
@@ -38,13 +38,14 @@ export function openServicePools(stand: Stand, db: TestDatabase): ServicePool[] 
   }
 }
 
-function openPgPool(url: string): ServicePool {
-  const pool = new pg.Pool({ connectionString: url, max: 3, options: '-c TimeZone=Asia/Kathmandu' });
+/** `pipeline`: node-postgres 8.23's pipelining, on which `executeAll` writes statements together. */
+function openPgPool(url: string, { pipeline }: { readonly pipeline: boolean }): ServicePool {
+  const pool = new pg.Pool({ connectionString: url, max: 3, options: '-c TimeZone=Asia/Kathmandu', pipeline });
   // A test's teardown terminates the database's sessions, idle ones of this pool too: their error
   // reaches the pool, which throws it out of the process when nothing listens.
   pool.on('error', () => undefined);
   return {
-    label: 'a pg.Pool',
+    label: pipeline ? 'a pg.Pool made with pipeline: true' : 'a pg.Pool',
     database: pool,
     ping: async () => void (await pool.query('SELECT 1')),
     async beginTransaction() {
