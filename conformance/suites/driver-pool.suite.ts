@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { expect, it, vi } from 'vitest';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import { isConnectionLost } from '../../src/driver/connection-loan.js';
+import { executeAll } from '../../src/driver/connection-scope.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { ClosedError, DeclarationError, StatementError } from '../../src/errors.js';
@@ -127,7 +128,7 @@ export function driverPoolSuite(context: DriverTestContext): void {
         const connection = await driver.acquire();
         const begin = createDialect(stand.kind).session.begin(stand.kind === 'sqlite' ? {} : { isolation: 'read committed' });
         const commit = createDialect(stand.kind).session.commit();
-        await connection.executeAll!([...begin.map((each) => bindStatement(each, {})), insert(pool.label), bindStatement(commit, {})]);
+        await executeAll(connection, [...begin.map((each) => bindStatement(each, {})), insert(pool.label), bindStatement(commit, {})]);
         connection.release();
         expect(await names(), pool.label).toEqual([pool.label]);
         await context.db.exec('DELETE FROM items');

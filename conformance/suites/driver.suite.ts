@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import { isConnectionLost } from '../../src/driver/connection-loan.js';
+import { executeAll } from '../../src/driver/connection-scope.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import type { DatabaseKind } from '../../src/driver/driver.js';
 import { ConnectionError, StatementError } from '../../src/errors.js';
@@ -98,7 +99,7 @@ export function driverSuite(stand: Stand): void {
       const insert = (name: string) => statement('test.insert', `INSERT INTO items (name) VALUES (${p(1)})`, [name]);
       const count = statement('test.count', 'SELECT COUNT(*) AS n FROM items');
       const connection = await driver.acquire();
-      const results = await connection.executeAll!([...begin, insert('a'), insert('b'), count, commit]);
+      const results = await executeAll(connection, [...begin, insert('a'), insert('b'), count, commit]);
       connection.release();
       expect(results).toHaveLength(begin.length + 4);
       expect(results.slice(begin.length, begin.length + 2).map((result) => result.affectedRows)).toEqual([1, 1]);
@@ -106,7 +107,7 @@ export function driverSuite(stand: Stand): void {
 
       const failing = await driver.acquire();
       const missing = statement('test.missing', `INSERT INTO missing_table (name) VALUES (${p(1)})`, ['c']);
-      const failure = await failing.executeAll!([...begin, insert('c'), missing, commit]).catch((error: unknown) => error);
+      const failure = await executeAll(failing, [...begin, insert('c'), missing, commit]).catch((error: unknown) => error);
       failing.destroy();
       expect(failure).toBeInstanceOf(StatementError);
       expect(failure).toMatchObject({ statement: 'test.missing' });

@@ -121,13 +121,9 @@ export class ClaimTransaction {
       this.#handlerTransaction?.endLoan();
       const own = statements.serviceSettlements?.[settlementStatementNameOf(settlement)];
       const settles = (own ?? statements.settlements[settlement.kind]).map((statement) => bindStatement(statement, values));
-      if (isLast) {
-        // The last settlement and the COMMIT in one round trip where the driver pipelines; a
-        // failed settlement aborts the transaction, and the COMMIT after it then rolls back.
-        await executeAll(connection, [...settles, bindStatement(statements.commit, {})]);
-      } else {
-        for (const settle of settles) await connection.execute(settle);
-      }
+      // The last settlement goes with the COMMIT, in one round trip where the driver pipelines; a
+      // failed statement aborts the transaction, and a COMMIT after it then rolls back.
+      await executeAll(connection, isLast ? [...settles, bindStatement(statements.commit, {})] : settles);
     } catch (error) {
       this.#fail(error);
       throw error;

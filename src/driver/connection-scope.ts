@@ -23,9 +23,13 @@ export interface InTransactionOptions<T> {
   readonly whenBeginRefused?: () => T;
 }
 
-/** `Connection.executeAll` where the connection has it, else one statement after another. */
-export async function executeAll(connection: Connection, statements: readonly BoundStatement[]): Promise<QueryResult[]> {
-  if (connection.executeAll !== undefined) return connection.executeAll(statements);
+/** `Connection.executeAll` where the connection has it, else `executeInTurn`. */
+export function executeAll(connection: Connection, statements: readonly BoundStatement[]): Promise<QueryResult[]> {
+  return connection.executeAll !== undefined ? connection.executeAll(statements) : executeInTurn(connection, statements);
+}
+
+/** The statements one after another: the first failure stops the rest. */
+export async function executeInTurn(connection: Connection, statements: readonly BoundStatement[]): Promise<QueryResult[]> {
   const results: QueryResult[] = [];
   for (const statement of statements) results.push(await connection.execute(statement));
   return results;

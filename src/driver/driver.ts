@@ -45,9 +45,9 @@ export interface Connection {
    * pool the driver opens), all of them are written at once and answered in one round trip, and
    * each runs even when one before it failed; elsewhere they run one after another and the first
    * failure stops the rest. Use it only where a statement running after a failed one is harmless:
-   * inside a transaction, whose first failure aborts every statement after it. Optional: a
-   * connection without it (one a test or a wrapper makes) is run through `executeAll` in
-   * connection-scope.ts, one statement after another.
+   * inside a transaction, whose first failure aborts every statement after it. Optional: only a
+   * client that pipelines has it; callers go through `executeAll` in connection-scope.ts, which
+   * runs the statements of a connection without it one after another.
    */
   executeAll?(statements: readonly BoundStatement[]): Promise<QueryResult[]>;
   /** Checks that a statement is valid on the server without running it. */

@@ -224,10 +224,3 @@ export function connectionErrorOf(server: string, address: { readonly host: stri
   const reason = error instanceof Error ? error.message : String(error);
   return new ConnectionError({ host, message: `could not connect to ${server} at ${host}: ${reason}`, cause: error });
 }
-
-/** `Connection.executeAll` one statement after another: the first failure stops the rest. */
-export async function runInTurn(session: LentSession, statements: readonly BoundStatement[]): Promise<QueryResult[]> {
-  const results: QueryResult[] = [];
-  for (const statement of statements) results.push(await session.run(statement));
-  return results;
-}

@@ -9,7 +9,7 @@ import type { SqliteUrl } from '../database-url.js';
 import type { Connection, DatabaseKind, QueryResult } from '../driver.js';
 import type { CommitDurability } from '../pool-gate.js';
 import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
-import { RuntimeDriver, runInTurn, type ClientAdapter, type LentSession } from '../runtime-driver.js';
+import { RuntimeDriver, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
   type BetterSqlite3DatabaseLike,
   type BetterSqlite3ModuleLike,
@@ -262,10 +262,6 @@ class SqliteConnection implements LentSession {
 
   execute(statement: BoundStatement): Promise<QueryResult> {
     return this.run(statement);
-  }
-
-  executeAll(statements: readonly BoundStatement[]): Promise<QueryResult[]> {
-    return runInTurn(this, statements);
   }
 
   get hasOpenedTransaction(): boolean {

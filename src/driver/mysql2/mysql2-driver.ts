@@ -5,7 +5,7 @@ import { ConnectionLoan, LEAVE_TO_OWNER } from '../connection-loan.js';
 import type { MysqlUrl } from '../database-url.js';
 import type { Connection, DatabaseKind, QueryResult } from '../driver.js';
 import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
-import { connectionErrorOf, RuntimeDriver, runInTurn, type ClientAdapter, type LentSession } from '../runtime-driver.js';
+import { connectionErrorOf, RuntimeDriver, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
   type Mysql2ConnectionLike,
   type Mysql2FieldLike,
@@ -262,10 +262,6 @@ class Mysql2Connection implements LentSession {
 
   execute(statement: BoundStatement): Promise<QueryResult> {
     return this.run(statement);
-  }
-
-  executeAll(statements: readonly BoundStatement[]): Promise<QueryResult[]> {
-    return runInTurn(this, statements);
   }
 
   run(statement: BoundStatement, caller?: Error): Promise<QueryResult> {

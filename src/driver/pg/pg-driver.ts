@@ -4,6 +4,7 @@ import { ConnectionError, DeclarationError, StatementError } from '../../errors.
 import type { BoundStatement } from '../../statement.js';
 import { loadClientLibrary } from '../client-library.js';
 import { ConnectionLoan, LEAVE_TO_OWNER } from '../connection-loan.js';
+import { executeInTurn } from '../connection-scope.js';
 import type { PostgresUrl } from '../database-url.js';
 import type {
   Connection,
@@ -15,7 +16,7 @@ import type {
   QueryResult,
 } from '../driver.js';
 import type { PoolCounts, PoolLedger } from '../pool-ledger.js';
-import { connectionErrorOf, RuntimeDriver, runInTurn, type ClientAdapter, type LentSession } from '../runtime-driver.js';
+import { connectionErrorOf, RuntimeDriver, type ClientAdapter, type LentSession } from '../runtime-driver.js';
 import {
   isPgClientLike,
   type PgClientClassLike,
@@ -393,7 +394,7 @@ class PgConnection implements LentSession {
    * awaiting each keeps node-postgres from warning about its queue.
    */
   executeAll(statements: readonly BoundStatement[]): Promise<QueryResult[]> {
-    if (this.#client.pipeline !== true) return runInTurn(this, statements);
+    if (this.#client.pipeline !== true) return executeInTurn(this, statements);
     const socket = this.#client.connection?.stream;
     socket?.cork?.();
     try {
