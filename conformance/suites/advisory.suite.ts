@@ -343,14 +343,16 @@ export function advisorySuite(context: SuiteContext): void {
         await broker.start();
         await batches.waitFor(1);
         await untilStats(broker, table.queue('emails'), (stats) => stats.claimsRunning === 0, 'no claim running');
-        // Budget 3 of 4: one connection per row, and the second worker gets none while they are
-        // held. The broker's own reads (heartbeat, pause and cancel watches) borrow a connection
-        // now and then; a claim that meets one of them takes one row fewer rather than wait.
+        // Budget 3 of 4: one connection per row. The broker's own reads (heartbeat, pause and
+        // cancel watches) borrow a connection now and then; a claim that meets one of them takes
+        // one row fewer rather than wait, and the second worker may then take the connection left.
         const firstBatch = batches.items[0]!.length;
         expect(firstBatch).toBeGreaterThanOrEqual(2);
         expect(firstBatch).toBeLessThanOrEqual(3);
-        expect(subscriptionStats(broker).connectionsHeld).toBe(firstBatch);
-        expect(await sessionsHoldingKeys(context)).toBe(firstBatch);
+        const held = subscriptionStats(broker).connectionsHeld;
+        expect(held).toBeGreaterThanOrEqual(firstBatch);
+        expect(held).toBeLessThanOrEqual(3);
+        expect(await sessionsHoldingKeys(context)).toBe(held);
         firstBatchMayEnd.resolve();
         await untilStats(broker, table.queue('emails'), (stats) => stats.handled === 8, 'every row handled in a batch');
         await broker.stop();
