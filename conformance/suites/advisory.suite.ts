@@ -352,7 +352,10 @@ export function advisorySuite(context: SuiteContext): void {
         const held = subscriptionStats(broker).connectionsHeld;
         expect(held).toBeGreaterThanOrEqual(firstBatch);
         expect(held).toBeLessThanOrEqual(3);
-        expect(await sessionsHoldingKeys(context)).toBe(held);
+        // A connection the second worker's claim holds has its key only once that claim takes a row.
+        const holdingKeys = await sessionsHoldingKeys(context);
+        expect(holdingKeys).toBeGreaterThanOrEqual(firstBatch);
+        expect(holdingKeys).toBeLessThanOrEqual(held);
         firstBatchMayEnd.resolve();
         await untilStats(broker, table.queue('emails'), (stats) => stats.handled === 8, 'every row handled in a batch');
         await broker.stop();
