@@ -46,7 +46,7 @@ interface ExplainNode {
  * its own every 250 ms while a drain runs, and rolls it back, so the drain loses no row. On
  * PostgreSQL the claim runs under EXPLAIN (ANALYZE, BUFFERS) and the server's execution time is
  * taken; MariaDB's claim is its locking select (timed around the call, after the transaction's
- * opening statements); SQLite's is the claiming UPDATE inside BEGIN IMMEDIATE (timed after the
+ * opening statements; on a FIFO table with the guard before it); SQLite's is the claiming UPDATE inside BEGIN IMMEDIATE (timed after the
  * write lock is held, so waiting for the drain's writes is not counted).
  */
 export class ClaimProbe {
@@ -139,7 +139,12 @@ export class ClaimProbe {
     }
     for (const statement of claim.begin) await connection.execute(bindStatement(statement, values));
     try {
-      this.#timings.push(await timed(() => connection.execute(bindStatement(claim.select, values))));
+      const guard = claim.guard;
+      const guarded = async () => {
+        if (guard !== undefined) await connection.execute(bindStatement(guard, values));
+        await connection.execute(bindStatement(claim.select, values));
+      };
+      this.#timings.push(await timed(guarded));
     } finally {
       await connection.execute(rollback);
     }

@@ -10,7 +10,7 @@ import { ClaimProbe, type ClaimTiming } from './claim-probe.js';
 import { PEERS_LARGEST_BACKLOG, type GrowthContender, type GrowthDrainOutcome } from './growth-contenders.js';
 import { countRows, fillGrowthTable, growthTable, type FillBlock } from './growth-table.js';
 
-export const GROWTH_PARTS = ['drain', 'delayed', 'groups', 'publish', 'latency'] as const;
+export const GROWTH_PARTS = ['drain', 'delayed', 'groups', 'fifo', 'publish', 'latency'] as const;
 export type GrowthPart = (typeof GROWTH_PARTS)[number];
 
 export interface GrowthSettings {
@@ -28,6 +28,8 @@ export interface GrowthSettings {
   /** The groups part: queues in one table, and rows in all of them together. */
   readonly groups: number;
   readonly groupRows: number;
+  /** The fifo part: messages timed per backlog (claims of one FIFO group run one at a time). */
+  readonly fifoFirst: number;
   /** The publish part: rows published one at a time, and through publishMany in calls of 1,000. */
   readonly publishOne: number;
   readonly publishMany: number;
@@ -43,7 +45,7 @@ export interface GrowthSettings {
 }
 
 export interface DrainGrowthPoint {
-  readonly part: 'drain' | 'delayed' | 'groups';
+  readonly part: 'drain' | 'delayed' | 'groups' | 'fifo';
   readonly database: BenchDatabaseName;
   readonly contender: string;
   readonly kind: 'service' | 'peer';
@@ -131,6 +133,15 @@ export async function runGrowth(settings: GrowthSettings, interrupt: AbortSignal
           outcome.drains.push(point);
           onProgress(describeDrainPoint(point));
         }
+      }
+    }
+    if (settings.parts.includes('fifo')) {
+      const contender = settings.contenders.find((candidate) => candidate.libraryShape !== undefined && candidate.libraryShape.batch === undefined && candidate.libraryShape.claimLimit === 1);
+      for (const backlog of contender === undefined ? [] : backlogs.filter((size) => size <= settings.largestBacklogBesidesPostgres)) {
+        if (interrupt.aborted) return done();
+        const point = await fifoPoint(settings, interrupt, { database, contender: contender!, backlog });
+        outcome.drains.push(point);
+        onProgress(describeDrainPoint(point));
       }
     }
     if (settings.parts.includes('publish')) {
@@ -262,6 +273,49 @@ async function groupsPoint(
   }
 }
 
+/**
+ * One FIFO group of `backlog` due rows in a FIFO lease table, drained by the service at its lease
+ * defaults for its first `fifoFirst` messages: each claim takes the group's head only while no row
+ * of the group is in work, so however many workers wait, one message is in work at a time and the
+ * rate is one claim, handler and ack after another. What grows with the backlog is what a claim
+ * reads to know that no row of the group is in work.
+ */
+async function fifoPoint(
+  settings: GrowthSettings,
+  interrupt: AbortSignal,
+  options: { database: BenchDatabaseName; contender: GrowthContender; backlog: number },
+): Promise<DrainGrowthPoint> {
+  const { database, contender, backlog } = options;
+  const workers = settings.workerCounts[database];
+  const timed = Math.min(settings.fifoFirst, backlog);
+  const base = { part: 'fifo' as const, database, contender: contender.id, kind: contender.kind, label: contender.label, workers, backlog, delayed: 0, tableRows: backlog, groups: 1, timed };
+  const shape = contender.libraryShape!;
+  try {
+    const result = await withDeadline(settings, interrupt, (signal) =>
+      onFreshDatabase(settings, database, async (fresh) => {
+        const table = growthTable('fifo');
+        const fillStartedAt = performance.now();
+        await fillGrowthTable(fresh, table, [{ rows: backlog, timing: 'due', group: BENCH_QUEUE_NAME }], settings.storage);
+        const fillSeconds = (performance.now() - fillStartedAt) / 1000;
+        const probe = await ClaimProbe.start(fresh, table, BENCH_QUEUE_NAME, shape.claimLimit);
+        let claim: ClaimTiming | undefined;
+        let measurement;
+        try {
+          measurement = await drainWithService({ database: fresh, table, workers, messages: timed, signal }, shape.options);
+        } finally {
+          claim = await probe.stop().catch(() => undefined);
+        }
+        const remaining = await countRows(fresh, table);
+        const isValid = !measurement.isCut && measurement.handled >= timed && remaining === backlog - measurement.handled;
+        return { measurement, claim, remaining, isValid, fillSeconds };
+      }),
+    );
+    return { ...base, ...figuresOf(result), loadAverage: loadavg()[0]! };
+  } catch (error) {
+    return { ...base, ...failed(error), loadAverage: loadavg()[0]! };
+  }
+}
+
 const PUBLISH_MANY_CALL = 1_000;
 
 /** Publishes into a lease table already holding `tableRows` due rows, one at a time or through publishMany in calls of 1,000. */
@@ -344,7 +398,12 @@ async function latencyPoint(settings: GrowthSettings, interrupt: AbortSignal, op
 }
 
 function describeDrainPoint(point: DrainGrowthPoint): string {
-  const rows = point.part === 'groups' ? `${point.backlog.toLocaleString('en-US')} rows of 1 queue among ${point.groups}` : `backlog ${point.backlog.toLocaleString('en-US')}${point.delayed > 0 ? ` + ${point.delayed.toLocaleString('en-US')} delayed` : ''}`;
+  const rows =
+    point.part === 'groups'
+      ? `${point.backlog.toLocaleString('en-US')} rows of 1 queue among ${point.groups}`
+      : point.part === 'fifo'
+        ? `${point.backlog.toLocaleString('en-US')} rows in one FIFO group`
+        : `backlog ${point.backlog.toLocaleString('en-US')}${point.delayed > 0 ? ` + ${point.delayed.toLocaleString('en-US')} delayed` : ''}`;
   const where = `${point.database}, ${point.part}, ${rows}, ${point.label}:`;
   if (!point.isValid) return `${where} not counted: ${point.failure}`;
   const claim = point.claim === undefined ? '' : `, claim p50 ${point.claim.p50Ms?.toFixed(2)} ms p99 ${point.claim.p99Ms?.toFixed(2)} ms${point.claim.pagesP50 === undefined ? '' : ` (${point.claim.pagesP50} pages, ${point.claim.rowsRemovedByFilterP50} rows filtered)`}`;

@@ -39,7 +39,7 @@ export function renderGrowthChart(results: GrowthResults): string {
   const databases = [...new Set([...results.drains.map((point) => point.database), ...results.publishes.map((point) => point.database)])];
   const panels: { title: string; series: Series[]; unit: string }[] = [];
   for (const database of databases) {
-    const drains = results.drains.filter((point) => point.database === database && point.part !== 'groups' && point.isValid);
+    const drains = results.drains.filter((point) => point.database === database && (point.part === 'drain' || point.part === 'delayed') && point.isValid);
     if (drains.length > 0) {
       panels.push({ title: `${database}: drain msg/s against due rows`, series: drainSeries(drains, (point) => point.messagesPerSecond), unit: 'msg/s' });
       const claims = drains.filter((point) => point.claim?.p50Ms !== undefined);

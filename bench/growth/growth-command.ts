@@ -25,6 +25,8 @@ Parts (--parts):
   delayed   the same with --delayed rows due a day ahead in the same table
   groups    one queue's rows drained among --group-rows rows of --groups queues in one table,
             against that queue's rows alone (tablequeue only)
+  fifo      one FIFO group of each backlog (up to --largest-elsewhere), its first --fifo-first
+            messages drained (tablequeue at its lease defaults alone)
   publish   publish one at a time and publishMany into tables already holding 0 and --backlogs rows
   latency   PostgreSQL: publish-to-handler latency across processes while --latency-backlog rows
             drain in another queue of the same table, against an empty one
@@ -39,6 +41,7 @@ Parts (--parts):
   --delayed N              (default 1000000)
   --groups N               (default 1000)
   --group-rows N           (default 1000000)
+  --fifo-first N           (default 2000)
   --publish-one N          (default 2000)
   --publish-many N         (default 50000)
   --latency-messages N     (default 1000)
@@ -74,6 +77,7 @@ export async function runGrowthCommand(argv: string[]): Promise<number> {
       delayed: { type: 'string', default: '1000000' },
       groups: { type: 'string', default: '1000' },
       'group-rows': { type: 'string', default: '1000000' },
+      'fifo-first': { type: 'string', default: '2000' },
       'publish-one': { type: 'string', default: '2000' },
       'publish-many': { type: 'string', default: '50000' },
       'latency-messages': { type: 'string', default: '1000' },
@@ -126,6 +130,7 @@ export async function runGrowthCommand(argv: string[]): Promise<number> {
     delayedRows: readCount(values.delayed, '--delayed', 0),
     groups: readCount(values.groups, '--groups', 2),
     groupRows: readCount(values['group-rows'], '--group-rows', 2),
+    fifoFirst: readCount(values['fifo-first'], '--fifo-first', 1),
     publishOne: readCount(values['publish-one'], '--publish-one', 1),
     publishMany: readCount(values['publish-many'], '--publish-many', 1),
     latencyMessages: readCount(values['latency-messages'], '--latency-messages', 1),

@@ -43,10 +43,12 @@ export function formatGrowthMarkdown(results: GrowthResults): string {
       sections.push(`**${database}, ${points[0]!.workers} workers: msg/s over the first ${formatCount(timed)} of a backlog${delayed}** (claim p50 / p99 ms)\n\n${drainTable(points)}`);
     }
   }
-  const claimDetail = results.drains.filter((point) => point.database === 'postgres' && point.part !== 'groups' && point.claim?.pagesP50 !== undefined);
+  const claimDetail = results.drains.filter((point) => point.database === 'postgres' && (point.part === 'drain' || point.part === 'delayed') && point.claim?.pagesP50 !== undefined);
   if (claimDetail.length > 0) sections.push(`**postgres: what the claim's scan read** (median over the probes: buffers touched / rows its filter dropped)\n\n${claimTable(claimDetail)}`);
   const groups = results.drains.filter((point) => point.part === 'groups');
   if (groups.length > 0) sections.push(`**One queue among many**: the ${formatCount(groups[0]!.backlog)} rows of one queue drained, alone in the table or among ${formatCount(results.settings.groupRows)} rows of ${results.settings.groups} queues\n\n${groupsTable(groups)}`);
+  const fifo = results.drains.filter((point) => point.part === 'fifo');
+  if (fifo.length > 0) sections.push(`**One FIFO group**: msg/s over the first messages of a backlog in one FIFO group, ${fifo[0]!.label} (one in work at a time)\n\n${fifoTable(fifo)}`);
   if (results.publishes.length > 0) sections.push(`**Publish rows/s into a table already holding N rows** (one at a time: ${results.settings.publishOne.toLocaleString('en-US')} awaited publishes; publishMany: ${results.settings.publishMany.toLocaleString('en-US')} rows in calls of 1,000)\n\n${publishTable(results)}`);
   if (results.latencies.length > 0) sections.push(`**Publish-to-handler latency across processes, postgres** (${results.settings.latencyMessages} messages, one every ${results.settings.latencyIntervalMs} ms, beside a backlog draining in another queue of the same table)\n\n${latencyTable(results)}`);
   return sections.join('\n\n');
@@ -83,6 +85,15 @@ function groupsTable(points: readonly DrainGrowthPoint[]): string {
   for (const point of points) {
     const claim = point.claim === undefined ? '–' : `${ms(point.claim.p50Ms)} / ${ms(point.claim.p99Ms)}`;
     rows.push(`| ${point.database} | ${point.label} | ${point.groups} | ${formatCount(point.tableRows)} | ${point.isValid ? rate(point.messagesPerSecond) : 'not counted'} | ${claim} |`);
+  }
+  return rows.join('\n');
+}
+
+function fifoTable(points: readonly DrainGrowthPoint[]): string {
+  const rows = ['| database | rows in the group | timed | msg/s | claim p50 / p99 ms | claim pages (postgres) |', '|---|---:|---:|---:|---:|---:|'];
+  for (const point of points) {
+    const claim = point.claim === undefined ? '–' : `${ms(point.claim.p50Ms)} / ${ms(point.claim.p99Ms)}`;
+    rows.push(`| ${point.database} | ${formatCount(point.backlog)} | ${formatCount(point.timed)} | ${point.isValid ? rate(point.messagesPerSecond) : `not counted: ${point.failure}`} | ${claim} | ${point.claim?.pagesP50 ?? '–'} |`);
   }
   return rows.join('\n');
 }

@@ -7,20 +7,22 @@ import { BENCH_QUEUE_NAME, createBenchTable } from '../partitioning/bench-table.
 /** The group column of the tables that hold many queues. */
 const GROUP_COLUMN = 'queue_name';
 const GROUPED_TABLE_NAME = 'bench_grouped_jobs';
+const FIFO_TABLE_NAME = 'bench_fifo_jobs';
 
 /** Rows per INSERT … SELECT: one statement per 100,000 rows keeps each transaction's undo small on MariaDB. */
 const FILL_STATEMENT_ROWS = 100_000;
 
 /**
- * The growth runs' tables: the suite's lease table (one queue, no group) or the same roles with a
- * group column, so that many queues share one table.
+ * The growth runs' tables: the suite's lease table (one queue, no group), the same roles with a
+ * group column so that many queues share one table, or with FIFO groups (WP-11), where a claim
+ * takes a group's head only while no row of the group is in work.
  */
-export function growthTable(shape: 'single' | 'grouped'): QueueTable {
+export function growthTable(shape: 'single' | 'grouped' | 'fifo'): QueueTable {
   if (shape === 'single') return createBenchTable('lease');
   return defineTable({
-    table: GROUPED_TABLE_NAME,
+    table: shape === 'fifo' ? FIFO_TABLE_NAME : GROUPED_TABLE_NAME,
     id: 'id',
-    group: GROUP_COLUMN,
+    group: shape === 'fifo' ? { column: GROUP_COLUMN, fifo: true } : GROUP_COLUMN,
     retryAfter: 'retry_after',
     attempt: 'attempt',
     lockedUntil: 'locked_until',

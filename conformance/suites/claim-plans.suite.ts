@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Connection } from '../../src/driver/driver.js';
-import type { QueueTable } from '../../src/index.js';
+import { defineTable, type QueueTable } from '../../src/index.js';
 import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../../src/statement.js';
 import { roleColumns } from '../../src/table/table-spec.js';
-import { createTable, jobsTable, type FormUnderTest } from '../fixtures.js';
+import { createTable, jobsDeclaration, jobsTable, type FormUnderTest } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 /**
@@ -20,6 +20,7 @@ const LEASE_MS = 30_000;
 const TABLE = 'jobs';
 const CLAIM_INDEX = `${TABLE}_claim_order`;
 const PRIMARY_KEY = `${TABLE}_pkey`;
+const IN_WORK_INDEX = `${TABLE}_in_work`;
 /** The claim statement kept by the session for the generic plan, as the driver keeps its own. */
 const PREPARED_CLAIM = 'tablequeue_plan_claim';
 
@@ -40,6 +41,8 @@ interface PlanCase {
   readonly queue: string;
   /** INSERT … SELECT over generate_series, run before ANALYZE. */
   readonly fill: readonly string[];
+  /** A table of FIFO groups (WP-11), whose claim takes the group's head alone. */
+  readonly fifo?: boolean;
 }
 
 const PAYLOAD = `'\\x7b7d'::bytea`;
@@ -65,6 +68,8 @@ const PLAN_CASES: readonly PlanCase[] = [
     queue: 'emails',
     fill: [fillSql(DUE_ROWS, `'emails'`), fillSql(DUE_ROWS, `'emails'`, { delayed: true })],
   },
+  { title: 'a FIFO row lock table with every row in one group', form: 'rowLock', queue: 'emails', fill: [fillSql(DUE_ROWS, `'emails'`)], fifo: true },
+  { title: 'a FIFO lease table with every row in one group', form: 'lease', queue: 'emails', fill: [fillSql(DUE_ROWS, `'emails'`)], fifo: true },
 ];
 
 /**
@@ -81,7 +86,7 @@ export function claimPlansSuite(context: SuiteContext): void {
   describe('claim plans at 100,000 rows', () => {
     for (const planCase of PLAN_CASES) {
       it(`${planCase.title}: the claim scans the claim index, in the plan for its values and in the generic plan`, async () => {
-        const table = jobsTable({ form: planCase.form });
+        const table = planCase.fifo === true ? fifoJobsTable(planCase.form) : jobsTable({ form: planCase.form });
         await createTable(context.stand, context.db, table);
         for (const fill of planCase.fill) await context.db.exec(fill);
         await context.db.exec(`ANALYZE ${TABLE}`);
@@ -93,16 +98,25 @@ export function claimPlansSuite(context: SuiteContext): void {
           for (const limit of CLAIM_LIMITS) {
             const bound = bindStatement(claim, claimValues(planCase, limit));
             const plan = await explain(connection, { name: 'plan.explain', sql: `EXPLAIN (FORMAT JSON) ${bound.sql}`, values: bound.values });
-            expectClaimOnIndex(plan, planCase.form, limit, `limit ${limit}, plan for the values`);
+            expectPlan(planCase, plan, limit, `limit ${limit}, plan for the values`);
           }
           const generic = await explainGeneric(connection, bindStatement(claim, claimValues(planCase, 1)));
-          expectClaimOnIndex(generic, planCase.form, undefined, 'generic plan');
+          expectPlan(planCase, generic, undefined, 'generic plan');
         } finally {
           connection.release();
         }
       });
     }
   });
+}
+
+function fifoJobsTable(form: FormUnderTest): QueueTable {
+  return defineTable({ ...jobsDeclaration({ form }), group: { column: 'queue', fifo: true } });
+}
+
+function expectPlan(planCase: PlanCase, plan: PlanNode, limit: number | undefined, which: string): void {
+  if (planCase.fifo === true) expectFifoClaimOnIndexes(plan, planCase.form, which);
+  else expectClaimOnIndex(plan, planCase.form, limit, which);
 }
 
 function claimStatement(table: QueueTable, form: FormUnderTest): Statement {
@@ -182,6 +196,35 @@ function expectClaimOnIndex(plan: PlanNode, form: FormUnderTest, limit: number |
   }
   const others = scanNodesOf(plan).filter((node) => !claimScans.includes(node) && (stamp === undefined || !scanNodesOf(stamp).includes(node)));
   expect(others.map(describeScan), shown).toEqual([]);
+}
+
+/**
+ * A FIFO claim reads three things, each through an index: the group's head (the first row of the
+ * group on the claim index), the row itself by primary key, and in the lease form whether any row
+ * of the group holds a live lease (the in-work index, from the top of the group's live leases).
+ * The lease claim's stamp finds the row by primary key. A group of 100,000 rows read any other way
+ * is read whole, for every claim.
+ */
+function expectFifoClaimOnIndexes(plan: PlanNode, form: FormUnderTest, which: string): void {
+  const shown = `${which}:\n${JSON.stringify(plan, undefined, 2)}`;
+  const scans = scanNodesOf(plan);
+  const inWorkBitmap = scans.filter((node) => isBitmapOn(node, IN_WORK_INDEX));
+  const indexScans = new Set(['Index Scan', 'Index Only Scan']);
+  const others = scans.filter((node) => !indexScans.has(node['Node Type']) && !inWorkBitmap.includes(node));
+  expect(others.map(describeScan), shown).toEqual([]);
+  const indexes = [CLAIM_INDEX, PRIMARY_KEY, ...(form === 'lease' ? [IN_WORK_INDEX] : [])];
+  const named = scans.map((node) => node['Index Name']).filter((name) => name !== undefined);
+  expect(new Set(named), shown).toEqual(new Set(indexes));
+}
+
+/**
+ * A bitmap scan of the in-work index, or the heap scan it feeds: it reads the pages of the rows
+ * that hold a lease (the index holds no others), where a group's head must be read in claim order
+ * and stop at the first, which a bitmap cannot.
+ */
+function isBitmapOn(node: PlanNode, index: string): boolean {
+  if (node['Node Type'] === 'Bitmap Index Scan') return node['Index Name'] === index;
+  return node['Node Type'] === 'Bitmap Heap Scan' && (node.Plans ?? []).every((child) => isBitmapOn(child, index));
 }
 
 function isBitmapWithinLimit(scans: readonly PlanNode[], limit: number | undefined): boolean {

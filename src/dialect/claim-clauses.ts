@@ -182,11 +182,20 @@ function fifoHeadId(spec: TableSpec): SqlText {
   return sql`SELECT ${identifier(spec.id.column)} FROM ${tableOf(spec)}${where} ORDER BY ${claimOrder(spec)} LIMIT 1`;
 }
 
-/** No row of the group holds a live lease; the alias keeps its columns apart from the claimed row's. */
+/**
+ * No row of the group holds a live lease; the alias keeps its columns apart from the claimed row's.
+ * Asked as "the group's latest live lease is none" so that the in-work index (`inWorkIndex`:
+ * group, lease) answers it from the top of the group's live leases in every plan. Measured on
+ * PostgreSQL with 1,000,000 rows in one FIFO group and none in work: without that index the check
+ * read the whole table, 148 ms per claim; with it, a `NOT EXISTS` used the index in the plan for
+ * the values but not in the generic plan (it guessed a third of the rows live and a sequential
+ * scan that stops at the first), while the maximum, which has no early stop to guess at, reads the
+ * index's 2 pages in both (0.1 ms).
+ */
 export function noRowOfGroupInWork(spec: TableSpec): SqlText {
   const group = sql`tablequeue_work.${identifier(fifoGroupColumn(spec))}`;
   const lockedUntil = sql`tablequeue_work.${identifier(requireLeaseColumn(spec))}`;
-  return sql`NOT EXISTS (SELECT 1 FROM ${tableOf(spec)} AS tablequeue_work WHERE ${group} = ${param('group')} AND ${lockedUntil} > ${param('leaseNow')})`;
+  return sql`(SELECT MAX(${lockedUntil}) FROM ${tableOf(spec)} AS tablequeue_work WHERE ${group} = ${param('group')} AND ${lockedUntil} > ${param('leaseNow')}) IS NULL`;
 }
 
 function fifoGroupColumn(spec: TableSpec): string {

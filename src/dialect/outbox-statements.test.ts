@@ -77,8 +77,8 @@ describe('postgres outbox statements', () => {
           name: 'outbox.claim',
           sql:
             'WITH tablequeue_claimed AS (SELECT "id", "name", "headers", "payload" FROM "outbox" WHERE "name" = $1 AND "processed_at" IS NULL ' +
-            'AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "outbox" AS tablequeue_work ' +
-            'WHERE tablequeue_work."name" = $3 AND tablequeue_work."locked_until" > $4) ORDER BY "id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
+            'AND ("locked_until" IS NULL OR "locked_until" <= $2) AND (SELECT MAX(tablequeue_work."locked_until") FROM "outbox" AS tablequeue_work ' +
+            'WHERE tablequeue_work."name" = $3 AND tablequeue_work."locked_until" > $4) IS NULL ORDER BY "id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
             'tablequeue_stamp AS (UPDATE "outbox" SET "locked_until" = $6 ' +
             'WHERE "id" = ANY(ARRAY(SELECT tablequeue_claimed."id" FROM tablequeue_claimed))) SELECT "id", "name", "headers", "payload" FROM tablequeue_claimed ORDER BY "id"',
           params: ['group', 'leaseNow', 'group', 'leaseNow', 'limit', 'lockedUntil'],
@@ -107,8 +107,8 @@ describe('postgres outbox statements', () => {
       statement: {
         sql:
           'WITH tablequeue_claimed AS (SELECT "record_id", "topic", "body" FROM "app"."events" WHERE "topic" = $1 ' +
-          'AND ("leased_until" IS NULL OR "leased_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "app"."events" AS tablequeue_work ' +
-          'WHERE tablequeue_work."topic" = $3 AND tablequeue_work."leased_until" > $4) ORDER BY "record_id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
+          'AND ("leased_until" IS NULL OR "leased_until" <= $2) AND (SELECT MAX(tablequeue_work."leased_until") FROM "app"."events" AS tablequeue_work ' +
+          'WHERE tablequeue_work."topic" = $3 AND tablequeue_work."leased_until" > $4) IS NULL ORDER BY "record_id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
           'tablequeue_stamp AS (UPDATE "app"."events" SET "leased_until" = $6 ' +
           'WHERE "record_id" = ANY(ARRAY(SELECT tablequeue_claimed."record_id" FROM tablequeue_claimed))) SELECT "record_id", "topic", "body" FROM tablequeue_claimed ORDER BY "record_id"',
       },
@@ -149,8 +149,8 @@ describe('mysql and mariadb outbox statements', () => {
             name: 'outbox.claim',
             sql:
               'SELECT `id`, `name`, `headers`, `payload` FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL ' +
-              'AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `outbox` AS tablequeue_work ' +
-              'WHERE tablequeue_work.`name` = ? AND tablequeue_work.`locked_until` > ?) ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED',
+              'AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (SELECT MAX(tablequeue_work.`locked_until`) FROM `outbox` AS tablequeue_work ' +
+              'WHERE tablequeue_work.`name` = ? AND tablequeue_work.`locked_until` > ?) IS NULL ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED',
             params: ['group', 'leaseNow', 'group', 'leaseNow', 'limit'],
           },
           stamp: {
@@ -203,8 +203,8 @@ describe('sqlite outbox statements', () => {
           name: 'outbox.claim',
           sql:
             'UPDATE `outbox` SET `locked_until` = ? WHERE `id` IN (SELECT `id` FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL ' +
-            'AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `outbox` AS tablequeue_work ' +
-            'WHERE tablequeue_work.`name` = ? AND tablequeue_work.`locked_until` > ?) ORDER BY `id` LIMIT ?) RETURNING `id`, `name`, `headers`, `payload`',
+            'AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (SELECT MAX(tablequeue_work.`locked_until`) FROM `outbox` AS tablequeue_work ' +
+            'WHERE tablequeue_work.`name` = ? AND tablequeue_work.`locked_until` > ?) IS NULL ORDER BY `id` LIMIT ?) RETURNING `id`, `name`, `headers`, `payload`',
           params: ['lockedUntil', 'group', 'leaseNow', 'group', 'leaseNow', 'limit'],
         },
       },
@@ -228,8 +228,8 @@ describe('sqlite outbox statements', () => {
       statement: {
         sql:
           'UPDATE `app`.`events` SET `leased_until` = ? WHERE `record_id` IN (SELECT `record_id` FROM `app`.`events` WHERE `topic` = ? ' +
-          'AND (`leased_until` IS NULL OR `leased_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `app`.`events` AS tablequeue_work ' +
-          'WHERE tablequeue_work.`topic` = ? AND tablequeue_work.`leased_until` > ?) ORDER BY `record_id` LIMIT ?) RETURNING `record_id`, `topic`, `body`',
+          'AND (`leased_until` IS NULL OR `leased_until` <= ?) AND (SELECT MAX(tablequeue_work.`leased_until`) FROM `app`.`events` AS tablequeue_work ' +
+          'WHERE tablequeue_work.`topic` = ? AND tablequeue_work.`leased_until` > ?) IS NULL ORDER BY `record_id` LIMIT ?) RETURNING `record_id`, `topic`, `body`',
       },
     });
   });
@@ -243,10 +243,11 @@ describe('outbox statements refuse a table that is not an outbox', () => {
 });
 
 describe('outbox createTableSql', () => {
-  it('renders the table and the (name, id) index of unprocessed records on every database', () => {
+  it('renders the table, the (name, id) index of unprocessed records and the (name, locked_until) index of records in work on every database', () => {
     expect(marked.createTableSql('postgres')).toEqual([
       'CREATE TABLE "outbox" (\n  "id" BIGSERIAL PRIMARY KEY,\n  "name" TEXT NOT NULL,\n  "processed_at" TIMESTAMPTZ NULL,\n  "locked_until" TIMESTAMPTZ NULL,\n  "headers" JSONB NULL,\n  "payload" BYTEA NOT NULL\n) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',
       'CREATE INDEX "outbox_claim_order" ON "outbox" ("name", "id") WHERE "processed_at" IS NULL',
+      'CREATE INDEX "outbox_in_work" ON "outbox" ("name", "locked_until") WHERE "locked_until" IS NOT NULL',
     ]);
     for (const [dialect, collation] of [
       ['mysql', 'utf8mb4_0900_bin'],
@@ -255,11 +256,13 @@ describe('outbox createTableSql', () => {
       expect(marked.createTableSql(dialect)).toEqual([
         `CREATE TABLE \`outbox\` (\n  \`id\` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n  \`name\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NOT NULL,\n  \`processed_at\` DATETIME(6) NULL,\n  \`locked_until\` DATETIME NULL,\n  \`headers\` JSON NULL,\n  \`payload\` LONGBLOB NOT NULL\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
         'CREATE INDEX `outbox_claim_order` ON `outbox` (`name`, `processed_at`, `id`)',
+        'CREATE INDEX `outbox_in_work` ON `outbox` (`name`, `locked_until`)',
       ]);
     }
     expect(marked.createTableSql('sqlite')).toEqual([
       'CREATE TABLE `outbox` (\n  `id` INTEGER PRIMARY KEY AUTOINCREMENT,\n  `name` TEXT NOT NULL,\n  `processed_at` TEXT,\n  `locked_until` TEXT,\n  `headers` TEXT,\n  `payload` BLOB NOT NULL\n)',
       'CREATE INDEX `outbox_claim_order` ON `outbox` (`name`, `id`) WHERE `processed_at` IS NULL',
+      'CREATE INDEX `outbox_in_work` ON `outbox` (`name`, `locked_until`) WHERE `locked_until` IS NOT NULL',
     ]);
   });
 });

@@ -2,7 +2,7 @@ import { MAX_IDENTIFIER_CHARACTERS } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import { tableOf } from '../claim-clauses.js';
 import { BACKTICK_STYLE, renderDdl, sql } from '../quoting.js';
-import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, type ColumnTypes } from '../table-ddl.js';
+import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
 import { exactTextCharset } from './mysql-collation.js';
 
 /**
@@ -55,6 +55,8 @@ export function renderMysqlCreateTable(spec: TableSpec, options: { mariadb: bool
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' });
   if (keyIndex !== undefined) statements.push(keyIndex);
+  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' });
+  if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(BACKTICK_STYLE, statement));
 }
 

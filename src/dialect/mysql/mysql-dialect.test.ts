@@ -227,7 +227,7 @@ describe('mysql lease.claim', () => {
     });
     expect(statementText(claim.select)).toEqual({
       name: 'lease.claim',
-      sql: `SELECT ${EVERY_LEASE_COLUMNS} FROM \`email_jobs\` WHERE \`job_id\` = (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`queue\` = ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT 1) AND \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL AND (\`locked_until\` IS NULL OR \`locked_until\` <= ?) AND NOT EXISTS (SELECT 1 FROM \`email_jobs\` AS tablequeue_work WHERE tablequeue_work.\`queue\` = ? AND tablequeue_work.\`locked_until\` > ?) FOR UPDATE SKIP LOCKED`,
+      sql: `SELECT ${EVERY_LEASE_COLUMNS} FROM \`email_jobs\` WHERE \`job_id\` = (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`queue\` = ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT 1) AND \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL AND (\`locked_until\` IS NULL OR \`locked_until\` <= ?) AND (SELECT MAX(tablequeue_work.\`locked_until\`) FROM \`email_jobs\` AS tablequeue_work WHERE tablequeue_work.\`queue\` = ? AND tablequeue_work.\`locked_until\` > ?) IS NULL FOR UPDATE SKIP LOCKED`,
       params: ['group', 'group', 'now', 'leaseNow', 'group', 'leaseNow'],
     });
     expect(statementText(claim.stamp)).toEqual({
@@ -242,7 +242,7 @@ describe('mysql lease.claim', () => {
     if (claim.kind !== 'selectThenStamp') throw new Error('expected select then stamp');
     expect(statementText(claim.select)).toEqual({
       name: 'lease.claim',
-      sql: 'SELECT `id`, `queue`, `locked_until` FROM `app`.`jobs` WHERE `id` = (SELECT `id` FROM `app`.`jobs` WHERE `queue` = ? ORDER BY `id` LIMIT 1) AND `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `app`.`jobs` AS tablequeue_work WHERE tablequeue_work.`queue` = ? AND tablequeue_work.`locked_until` > ?) FOR UPDATE SKIP LOCKED',
+      sql: 'SELECT `id`, `queue`, `locked_until` FROM `app`.`jobs` WHERE `id` = (SELECT `id` FROM `app`.`jobs` WHERE `queue` = ? ORDER BY `id` LIMIT 1) AND `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (SELECT MAX(tablequeue_work.`locked_until`) FROM `app`.`jobs` AS tablequeue_work WHERE tablequeue_work.`queue` = ? AND tablequeue_work.`locked_until` > ?) IS NULL FOR UPDATE SKIP LOCKED',
       params: ['group', 'group', 'leaseNow', 'group', 'leaseNow'],
     });
   });
@@ -409,6 +409,18 @@ describe('mysql schema.probeColumns', () => {
 });
 
 describe('mysql schema.createTable', () => {
+  it('indexes the leases of a FIFO lease table by group, every row (no partial indexes), on both servers', () => {
+    for (const dialect of [mysql, mariadb]) {
+      expect(dialect.schema.createTable(minimalFifoLeaseTable.spec).slice(1)).toEqual([
+        'CREATE INDEX `jobs_claim_order` ON `app`.`jobs` (`queue`, `id`)',
+        'CREATE INDEX `jobs_in_work` ON `app`.`jobs` (`queue`, `locked_until`)',
+      ]);
+      expect(dialect.schema.createTable(fifoTable.spec).slice(1)).toEqual([
+        'CREATE INDEX `email_jobs_claim_order` ON `email_jobs` (`queue`, `processed_at`, `priority`, `retry_after`, `job_id`)',
+      ]);
+    }
+  });
+
   it('renders every role for InnoDB, the text columns that name rows in the flavour\'s NO PAD binary collation', () => {
     const expected = (collation: string) => [
       `CREATE TABLE \`email_jobs\` (\`job_id\` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, \`queue\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NOT NULL, \`priority\` SMALLINT NOT NULL DEFAULT 0, \`customer\` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation} NULL, \`retry_after\` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), \`attempt\` SMALLINT NOT NULL DEFAULT 1, \`processed_at\` DATETIME(6) NULL, \`locked_until\` DATETIME NULL, \`meta\` JSON NULL, \`payload\` LONGBLOB NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,

@@ -2,7 +2,7 @@ import { POSTGRES_MAX_IDENTIFIER_BYTES } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
 import { tableOf } from '../claim-clauses.js';
 import { DOUBLE_QUOTE_STYLE, fixedSql, renderDdl, sql } from '../quoting.js';
-import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, type ColumnTypes } from '../table-ddl.js';
+import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
 
 const POSTGRES_COLUMN_TYPES: ColumnTypes = {
   generatedId: 'BIGSERIAL PRIMARY KEY',
@@ -59,5 +59,7 @@ export function renderPostgresCreateTable(spec: TableSpec): string[] {
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: (name) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES, partial: true, schemaOn: 'table' });
   if (keyIndex !== undefined) statements.push(keyIndex);
+  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES, partial: true, schemaOn: 'table' });
+  if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(DOUBLE_QUOTE_STYLE, statement));
 }

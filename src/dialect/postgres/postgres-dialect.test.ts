@@ -226,7 +226,7 @@ describe('postgres FIFO lease claim', () => {
     expect(statementText(claim.statement)).toEqual({
       name: 'lease.claim',
       sql:
-        `WITH tablequeue_claimed AS (SELECT ${EVERY_LEASE_COLUMNS} FROM "email_jobs" WHERE "job_id" = (SELECT "job_id" FROM "email_jobs" WHERE "queue" = $1 AND "processed_at" IS NULL ORDER BY "priority", "retry_after", "job_id" LIMIT 1) AND "queue" = $2 AND "retry_after" <= $3 AND "processed_at" IS NULL AND ("locked_until" IS NULL OR "locked_until" <= $4) AND NOT EXISTS (SELECT 1 FROM "email_jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $5 AND tablequeue_work."locked_until" > $6) FOR UPDATE SKIP LOCKED), ` +
+        `WITH tablequeue_claimed AS (SELECT ${EVERY_LEASE_COLUMNS} FROM "email_jobs" WHERE "job_id" = (SELECT "job_id" FROM "email_jobs" WHERE "queue" = $1 AND "processed_at" IS NULL ORDER BY "priority", "retry_after", "job_id" LIMIT 1) AND "queue" = $2 AND "retry_after" <= $3 AND "processed_at" IS NULL AND ("locked_until" IS NULL OR "locked_until" <= $4) AND (SELECT MAX(tablequeue_work."locked_until") FROM "email_jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $5 AND tablequeue_work."locked_until" > $6) IS NULL FOR UPDATE SKIP LOCKED), ` +
         `tablequeue_stamp AS (UPDATE "email_jobs" SET "locked_until" = $7, "attempt" = "attempt" + 1 WHERE "job_id" = ANY(ARRAY(SELECT tablequeue_claimed."job_id" FROM tablequeue_claimed))) ` +
         `SELECT ${EVERY_LEASE_COLUMNS} FROM tablequeue_claimed ORDER BY "priority", "retry_after", "job_id"`,
       params: ['group', 'group', 'now', 'leaseNow', 'group', 'leaseNow', 'lockedUntil'],
@@ -239,7 +239,7 @@ describe('postgres FIFO lease claim', () => {
     expect(statementText(claim.statement)).toEqual({
       name: 'lease.claim',
       sql:
-        'WITH tablequeue_claimed AS (SELECT "id", "queue", "locked_until" FROM "app"."jobs" WHERE "id" = (SELECT "id" FROM "app"."jobs" WHERE "queue" = $1 ORDER BY "id" LIMIT 1) AND "queue" = $2 AND ("locked_until" IS NULL OR "locked_until" <= $3) AND NOT EXISTS (SELECT 1 FROM "app"."jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $4 AND tablequeue_work."locked_until" > $5) FOR UPDATE SKIP LOCKED), ' +
+        'WITH tablequeue_claimed AS (SELECT "id", "queue", "locked_until" FROM "app"."jobs" WHERE "id" = (SELECT "id" FROM "app"."jobs" WHERE "queue" = $1 ORDER BY "id" LIMIT 1) AND "queue" = $2 AND ("locked_until" IS NULL OR "locked_until" <= $3) AND (SELECT MAX(tablequeue_work."locked_until") FROM "app"."jobs" AS tablequeue_work WHERE tablequeue_work."queue" = $4 AND tablequeue_work."locked_until" > $5) IS NULL FOR UPDATE SKIP LOCKED), ' +
         'tablequeue_stamp AS (UPDATE "app"."jobs" SET "locked_until" = $6 WHERE "id" = ANY(ARRAY(SELECT tablequeue_claimed."id" FROM tablequeue_claimed))) ' +
         'SELECT "id", "queue", "locked_until" FROM tablequeue_claimed ORDER BY "id"',
       params: ['group', 'group', 'leaseNow', 'group', 'leaseNow', 'lockedUntil'],
@@ -441,6 +441,16 @@ describe('postgres schema.probeColumns', () => {
 });
 
 describe('postgres schema.createTable', () => {
+  it('indexes the leases of a FIFO lease table by group, partially: only rows that hold one', () => {
+    expect(postgres.schema.createTable(minimalFifoLeaseTable.spec).slice(1)).toEqual([
+      'CREATE INDEX "jobs_claim_order" ON "app"."jobs" ("queue", "id")',
+      'CREATE INDEX "jobs_in_work" ON "app"."jobs" ("queue", "locked_until") WHERE "locked_until" IS NOT NULL',
+    ]);
+    expect(postgres.schema.createTable(fifoTable.spec).slice(1)).toEqual([
+      'CREATE INDEX "email_jobs_claim_order" ON "email_jobs" ("queue", "priority", "retry_after", "job_id") WHERE "processed_at" IS NULL',
+    ]);
+  });
+
   it('renders every role and a partial claim-order index', () => {
     expect(postgres.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual([
       'CREATE TABLE "email_jobs" ("job_id" BIGSERIAL PRIMARY KEY, "queue" TEXT NOT NULL, "priority" SMALLINT NOT NULL DEFAULT 0, "customer" TEXT NULL, "retry_after" TIMESTAMPTZ NOT NULL DEFAULT now(), "attempt" SMALLINT NOT NULL DEFAULT 1, "processed_at" TIMESTAMPTZ NULL, "locked_until" TIMESTAMPTZ NULL, "meta" JSONB NULL, "payload" BYTEA NOT NULL) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',

@@ -1,7 +1,7 @@
 import type { TableSpec } from '../../table/table-spec.js';
 import { tableOf } from '../claim-clauses.js';
 import { BACKTICK_STYLE, renderDdl, sql } from '../quoting.js';
-import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, type ColumnTypes } from '../table-ddl.js';
+import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
 
 /**
  * Times are fixed-width UTC text, `YYYY-MM-DDTHH:MM:SS.sss+00:00`, the layout the broker binds:
@@ -35,5 +35,7 @@ export function renderSqliteCreateTable(spec: TableSpec): string[] {
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: () => true, partial: true, schemaOn: 'index' });
   if (keyIndex !== undefined) statements.push(keyIndex);
+  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: () => true, partial: true, schemaOn: 'index' });
+  if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(BACKTICK_STYLE, statement));
 }

@@ -105,7 +105,7 @@ describe('sqlite lease.claim', () => {
     expect(claim.guarded).toBeUndefined();
     expect(statementText(claim.statement)).toEqual({
       name: 'lease.claim',
-      sql: `UPDATE \`email_jobs\` SET \`locked_until\` = ?, \`attempt\` = \`attempt\` + 1 WHERE \`job_id\` IN (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`job_id\` = (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`queue\` = ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT 1) AND \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL AND (\`locked_until\` IS NULL OR \`locked_until\` <= ?) AND NOT EXISTS (SELECT 1 FROM \`email_jobs\` AS tablequeue_work WHERE tablequeue_work.\`queue\` = ? AND tablequeue_work.\`locked_until\` > ?)) RETURNING ${EVERY_LEASE_COLUMNS}`,
+      sql: `UPDATE \`email_jobs\` SET \`locked_until\` = ?, \`attempt\` = \`attempt\` + 1 WHERE \`job_id\` IN (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`job_id\` = (SELECT \`job_id\` FROM \`email_jobs\` WHERE \`queue\` = ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT 1) AND \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL AND (\`locked_until\` IS NULL OR \`locked_until\` <= ?) AND (SELECT MAX(tablequeue_work.\`locked_until\`) FROM \`email_jobs\` AS tablequeue_work WHERE tablequeue_work.\`queue\` = ? AND tablequeue_work.\`locked_until\` > ?) IS NULL) RETURNING ${EVERY_LEASE_COLUMNS}`,
       params: ['lockedUntil', 'group', 'group', 'now', 'leaseNow', 'group', 'leaseNow'],
     });
   });
@@ -115,7 +115,7 @@ describe('sqlite lease.claim', () => {
     if (claim.kind !== 'single') throw new Error('expected one statement');
     expect(statementText(claim.statement)).toEqual({
       name: 'lease.claim',
-      sql: 'UPDATE `app`.`jobs` SET `locked_until` = ? WHERE `id` IN (SELECT `id` FROM `app`.`jobs` WHERE `id` = (SELECT `id` FROM `app`.`jobs` WHERE `queue` = ? ORDER BY `id` LIMIT 1) AND `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `app`.`jobs` AS tablequeue_work WHERE tablequeue_work.`queue` = ? AND tablequeue_work.`locked_until` > ?)) RETURNING `id`, `queue`, `locked_until`',
+      sql: 'UPDATE `app`.`jobs` SET `locked_until` = ? WHERE `id` IN (SELECT `id` FROM `app`.`jobs` WHERE `id` = (SELECT `id` FROM `app`.`jobs` WHERE `queue` = ? ORDER BY `id` LIMIT 1) AND `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (SELECT MAX(tablequeue_work.`locked_until`) FROM `app`.`jobs` AS tablequeue_work WHERE tablequeue_work.`queue` = ? AND tablequeue_work.`locked_until` > ?) IS NULL) RETURNING `id`, `queue`, `locked_until`',
       params: ['lockedUntil', 'group', 'group', 'leaseNow', 'group', 'leaseNow'],
     });
   });
@@ -251,6 +251,13 @@ describe('sqlite schema.probeColumns', () => {
 });
 
 describe('sqlite schema.createTable', () => {
+  it('indexes the leases of a FIFO lease table by group, partially, the schema on the index', () => {
+    expect(sqlite.schema.createTable(minimalFifoLeaseTable.spec).slice(1)).toEqual([
+      'CREATE INDEX `app`.`jobs_claim_order` ON `jobs` (`queue`, `id`)',
+      'CREATE INDEX `app`.`jobs_in_work` ON `jobs` (`queue`, `locked_until`) WHERE `locked_until` IS NOT NULL',
+    ]);
+  });
+
   it('stores times as fixed-width UTC text and indexes unfinished rows only', () => {
     expect(sqlite.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual([
       "CREATE TABLE `email_jobs` (`job_id` INTEGER PRIMARY KEY AUTOINCREMENT, `queue` TEXT NOT NULL, `priority` INTEGER NOT NULL DEFAULT 0, `customer` TEXT, `retry_after` TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')), `attempt` INTEGER NOT NULL DEFAULT 1, `processed_at` TEXT, `locked_until` TEXT, `meta` TEXT, `payload` BLOB NOT NULL)",
