@@ -127,6 +127,54 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
+  it('claims again at once when a worker finished while a claim ran that came back empty, not after 60 s', async () => {
+    // A FIFO group: the claim beside the head in work comes back empty, but the head's ack,
+    // committed while it ran, has made the next head claimable.
+    const claims = new ScriptedClaims();
+    const delivery = createDeferred<void>();
+    const idle = createDeferred<void>();
+    const signals = new ClaimLoopSignals();
+    const dispatcher = new WorkerSlots({
+      workers: 2,
+      run: () => delivery.promise,
+      onIdle: () => {
+        loop.onWorkerIdle();
+        idle.resolve();
+      },
+    });
+    const loop: ClaimLoop = new ClaimLoop({
+      dispatcher,
+      holdsConnection: false,
+      isSingleClaim: true,
+      rowsPerClaim: 1,
+      prefetchRows: 0,
+      isBatch: false,
+      pollIntervalMs: 60_000,
+      poolStats: quietPool,
+      budget: new PoolBudget(quietPool),
+      claim: claims.claim,
+      onClaimError: () => undefined,
+      contentionOf: () => undefined,
+      handBack: () => Promise.resolve(),
+      signals,
+    });
+    signals.waiting.turnOn();
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([heldRow('head')]);
+    await claims.started(2);
+    delivery.resolve();
+    await idle.promise;
+    claims.pending[1]!.resolve([]);
+    await claims.started(3);
+    expect(loop.counters.emptyClaims).toBe(1);
+    // With no settlement during it, an empty claim waits as before.
+    claims.pending[2]!.resolve([]);
+    expect(await signals.waiting.next({ what: 'the wait after an empty claim' })).toBeGreaterThan(0);
+    expect(claims.pending).toHaveLength(3);
+    await loop.stop();
+  });
+
   it('retries a claim that met a deadlock at once, counts it, and reports nothing', async () => {
     const claims = new ScriptedClaims();
     const reported: unknown[] = [];

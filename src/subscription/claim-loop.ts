@@ -162,6 +162,12 @@ export class ClaimLoop {
   #isProbing = true;
   #isWaiting = false;
   #isBackingOff = false;
+  /**
+   * A worker finished while a claim ran: that claim may have read the table before the
+   * settlement committed (a FIFO group's head still in work), so if it comes back empty the next
+   * claim runs at once instead of after the quick poll.
+   */
+  #settledDuringClaim = false;
   /** How long the last claim held back by the rate waits. */
   #rateWaitMs = 0;
   /** Empty waits since a claim last took rows, which shortens them; undefined before any took rows. */
@@ -211,10 +217,14 @@ export class ClaimLoop {
 
   /**
    * A worker finished its unit: claim for it. A settlement can make rows claimable (the next head
-   * of a FIFO group, a row behind a released lock), so it also ends an empty wait early.
+   * of a FIFO group, a row behind a released lock), so it also ends an empty wait early, and a
+   * claim running meanwhile that comes back empty is followed by another at once. Measured on a
+   * FIFO group of PostgreSQL, where every claim but the one that takes the head comes back empty:
+   * waiting out the quick poll after such a claim held the drain to 155 msg/s.
    */
   onWorkerIdle(): void {
     if (this.#isWaiting && !this.#isBackingOff) this.#wake.wake();
+    else if (this.#claimsRunning > 0) this.#settledDuringClaim = true;
     this.#options.budget.released();
     this.#pump();
   }
@@ -285,7 +295,9 @@ export class ClaimLoop {
       // each then sees none running: only the first begins the wait. A second wait would end the
       // first at once (one wake signal), and the two would take turns claiming without pause:
       // thousands of empty claims a second after every drain.
-      if (result !== 'took rows' && this.#claimsRunning === 0 && !this.#isStopping && !this.#isWaiting) {
+      const isEmptyAfterSettlement = result === 'empty' && this.#settledDuringClaim;
+      if (this.#claimsRunning === 0) this.#settledDuringClaim = false;
+      if (result !== 'took rows' && !isEmptyAfterSettlement && this.#claimsRunning === 0 && !this.#isStopping && !this.#isWaiting) {
         void this.#waitThenPump(result);
       } else {
         this.#pump();
