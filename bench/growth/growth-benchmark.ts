@@ -1,5 +1,6 @@
 import { loadavg } from 'node:os';
 import { Broker } from '../../src/broker/broker.js';
+import { ensureFifoGuardRow } from '../../src/claim/fifo-guard-rows.js';
 import { assertReachable, createBenchDatabase, type BenchDatabase, type BenchDatabaseName, type BenchServers } from '../bench-database.js';
 import { runPublisherProcess, LatencyWatch } from '../latency/latency-benchmark.js';
 import { wallClockMs, type LatencyPayload } from '../latency/steady-publishing.js';
@@ -8,7 +9,7 @@ import { drainWithService } from '../partitioning/service-drain.js';
 import { settlesWithin } from '../partitioning/drain-watch.js';
 import { ClaimProbe, type ClaimTiming } from './claim-probe.js';
 import { PEERS_LARGEST_BACKLOG, type GrowthContender, type GrowthDrainOutcome } from './growth-contenders.js';
-import { countRows, fillGrowthTable, growthTable, type FillBlock } from './growth-table.js';
+import { countRows, fillGrowthTable, growthTable, withDriver, type FillBlock } from './growth-table.js';
 
 export const GROWTH_PARTS = ['drain', 'delayed', 'groups', 'fifo', 'publish', 'latency'] as const;
 export type GrowthPart = (typeof GROWTH_PARTS)[number];
@@ -296,6 +297,8 @@ async function fifoPoint(
         const table = growthTable('fifo');
         const fillStartedAt = performance.now();
         await fillGrowthTable(fresh, table, [{ rows: backlog, timing: 'due', group: BENCH_QUEUE_NAME }], settings.storage);
+        // The probe's claim runs the group guard from the start: on MariaDB its guard row must be there.
+        await withDriver(fresh, (driver) => ensureFifoGuardRow(driver, database === 'mariadb' ? 'mysql' : database, table.spec, BENCH_QUEUE_NAME));
         const fillSeconds = (performance.now() - fillStartedAt) / 1000;
         const probe = await ClaimProbe.start(fresh, table, BENCH_QUEUE_NAME, shape.claimLimit);
         let claim: ClaimTiming | undefined;

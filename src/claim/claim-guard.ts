@@ -1,13 +1,39 @@
-import { GROUP_GUARD_COLUMN } from '../dialect/dialect.js';
+import { GROUP_GUARD_COLUMN, type Dialect } from '../dialect/dialect.js';
+import { fifoGuardRowsFor, GUARD_ROW_COLUMN } from '../dialect/fifo-guard-statements.js';
+import type { TableSpec } from '../table/table-spec.js';
 import type { Connection } from '../driver/driver.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 
 /**
- * Runs the FIFO group guard in the open claim transaction: true when this claim owns the group.
- * When another claim owns it, the caller rolls back, dropping whatever the guard locked, and the
- * claim takes nothing.
+ * What a claim does when its group has no guard row (MySQL, MariaDB): `add` inserts it, and
+ * `restart` (COMMIT, then the claim's own begin) commits the insert at once and opens the
+ * claim's transaction again. Committed at once, the row is there for every other claim: left in a
+ * row lock claim's transaction, it would stay uncommitted for the whole delivery, and another
+ * claim of the group, finding no row it can see, would wait on its insert of the same row.
  */
-export async function ownsGroup(connection: Connection, guard: Statement, values: ParamValues): Promise<boolean> {
+export interface GuardRowAddition {
+  readonly add: Statement;
+  readonly restart: readonly Statement[];
+}
+
+/**
+ * Runs the FIFO group guard in the open claim transaction (nothing else run in it yet): true when
+ * this claim owns the group. When another claim owns it, the caller rolls back, dropping whatever
+ * the guard locked, and the claim takes nothing. Where the guard is a row of a guard table and
+ * the group has none, `guardRow` adds it and the guard is asked again in a fresh transaction.
+ */
+export async function ownsGroup(connection: Connection, guard: Statement, values: ParamValues, guardRow?: GuardRowAddition): Promise<boolean> {
   const answer = (await connection.execute(bindStatement(guard, values))).rows[0];
-  return Number(answer?.[GROUP_GUARD_COLUMN]) === 1;
+  if (Number(answer?.[GROUP_GUARD_COLUMN]) === 1) return true;
+  if (guardRow === undefined || answer?.[GUARD_ROW_COLUMN] === undefined || Number(answer[GUARD_ROW_COLUMN]) !== 0) return false;
+  await connection.execute(bindStatement(guardRow.add, values));
+  for (const statement of guardRow.restart) await connection.execute(bindStatement(statement, values));
+  const again = (await connection.execute(bindStatement(guard, values))).rows[0];
+  return Number(again?.[GROUP_GUARD_COLUMN]) === 1;
+}
+
+/** The guard row addition of a FIFO table on MySQL and MariaDB, for a claim whose transaction opens with `begin`; undefined elsewhere. */
+export function guardRowAddition(dialect: Dialect, spec: TableSpec, begin: readonly Statement[]): GuardRowAddition | undefined {
+  const rows = spec.group?.fifo === true ? fifoGuardRowsFor(dialect.name) : undefined;
+  return rows === undefined ? undefined : { add: rows.addRow(spec), restart: [dialect.session.commit(), ...begin] };
 }

@@ -4,7 +4,7 @@ import { inTransaction, withConnection, type OpenTransaction, type TransactionSt
 import type { Connection, Driver } from '../driver/driver.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 import { bindRepeated, bindStatement, type ParamValues, type Statement } from '../statement.js';
-import { ownsGroup } from './claim-guard.js';
+import { ownsGroup, type GuardRowAddition } from './claim-guard.js';
 import type { RateClaim } from './form-context.js';
 
 export interface LeaseClaimerOptions {
@@ -36,6 +36,8 @@ export interface LeaseClaimerOptions {
    * running `select` (its ids, then their rows fetched), in the claim's transaction.
    */
   readonly selectRows?: ((connection: Connection, values: ParamValues) => Promise<Record<string, unknown>[]>) | undefined;
+  /** MySQL, MariaDB, FIFO tables: the group's guard row, added when the guard finds none (see claim-guard.ts). */
+  readonly addGuardRow?: Statement | undefined;
 }
 
 /**
@@ -102,7 +104,7 @@ export class LeaseClaimer {
     const run = async () => (await connection.execute(bindStatement(claim.statement, values))).rows;
     if (guarded !== undefined) {
       return inTransaction(connection, this.#session(guarded.begin), async (transaction) => {
-        if (await ownsGroup(connection, guarded.guard, values)) return run();
+        if (await ownsGroup(connection, guarded.guard, values, this.#guardRow(guarded.begin))) return run();
         await transaction.rollBack();
         return [];
       });
@@ -165,7 +167,7 @@ export class LeaseClaimer {
     values: ParamValues,
   ): Promise<Record<string, unknown>[]> {
     const { idColumn } = this.#options;
-    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values))) {
+    if (claim.guard !== undefined && !(await ownsGroup(connection, claim.guard, values, this.#guardRow(claim.begin)))) {
       await transaction.rollBack();
       return [];
     }
@@ -189,6 +191,11 @@ export class LeaseClaimer {
       else if (this.#options.stopsAtFirstTaken) break;
     }
     return stamped;
+  }
+
+  #guardRow(begin: readonly Statement[]): GuardRowAddition | undefined {
+    const add = this.#options.addGuardRow;
+    return add === undefined ? undefined : { add, restart: [this.#options.commit, ...begin] };
   }
 
   #session(begin: readonly Statement[]): TransactionStatements {

@@ -1,3 +1,4 @@
+import { fifoGuardRowsFor } from '../dialect/fifo-guard-statements.js';
 import { createConcurrencyStatements } from '../dialect/concurrency-statements.js';
 import type { LeaseClaim } from '../dialect/dialect.js';
 import { withConnection, withTransaction } from '../driver/connection-scope.js';
@@ -106,6 +107,7 @@ export class LeaseForm implements ClaimForm {
       rollback,
       idColumn: context.spec.id.column,
       stopsAtFirstTaken: false,
+      addGuardRow: context.spec.group?.fifo === true ? fifoGuardRowsFor(context.dialect.name)?.addRow(context.spec) : undefined,
       concurrency,
       rate: context.rate && { begin: rateBegin, claim: context.rate },
       selectRows:

@@ -3,7 +3,7 @@ import { executeAll, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
 import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { ClaimForm, HeldRow } from './claim-form.js';
-import { ownsGroup } from './claim-guard.js';
+import { guardRowAddition, ownsGroup, type GuardRowAddition } from './claim-guard.js';
 import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { readClaimedRow } from './row-values.js';
@@ -15,6 +15,8 @@ interface RowLockStatements extends ClaimTransactionStatements {
   readonly begin: Statement[];
   /** FIFO tables on Postgres and MySQL: run first; 0 means another claim owns the group. */
   readonly guard: Statement | undefined;
+  /** MySQL, MariaDB: the group's guard row, added when the guard finds none (see claim-guard.ts). */
+  readonly addGuardRow: GuardRowAddition | undefined;
   /** `concurrency.global`: free slots locked first, in the claim's own transaction. */
   readonly takeSlots: Statement | undefined;
   /** `concurrency.perKey`: slots of keys locked next, and rows taken under each. */
@@ -116,7 +118,7 @@ export class RowLockForm implements ClaimForm {
         if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
         await executeAll(connection, this.#begin);
         // Another claim or delivery owning the group ends the transaction, dropping what the guard took.
-        if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }))) {
+        if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }, statements.addGuardRow))) {
           await run(statements.rollback);
           return [];
         }
@@ -238,6 +240,7 @@ function renderRowLockStatements(context: FormContext, service: ServiceStatement
   return {
     begin: dialect.session.begin({ isolation: spec.isolation }),
     guard: dialect.fifo.guard(spec),
+    addGuardRow: guardRowAddition(dialect, spec, dialect.session.begin({ isolation: spec.isolation })),
     takeSlots: slots?.take(spec),
     keySlots:
       keySlots === undefined

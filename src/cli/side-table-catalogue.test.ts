@@ -15,7 +15,7 @@ describe('tablequeue init --side-tables', () => {
     expect(mariadb.stdout).toContain(`${createSchedulesTableSql('mariadb')};`);
   });
 
-  it('lists the tables each database has: the concurrency guards only on MySQL and MariaDB, no slots on SQLite', () => {
+  it('lists the tables each database has: the concurrency and FIFO guards only on MySQL and MariaDB, no slots on SQLite', () => {
     const names = (database: 'postgres' | 'mysql' | 'sqlite') => sideTableCatalogue(database).map((entry) => entry.table);
     const everywhere = [
       'tablequeue_queue_controls',
@@ -28,7 +28,13 @@ describe('tablequeue init --side-tables', () => {
       'tablequeue_dedupe_windows',
     ];
     expect(names('postgres')).toEqual([...everywhere, 'tablequeue_concurrency_slots', 'tablequeue_concurrency_key_slots']);
-    expect(names('mysql')).toEqual([...everywhere, 'tablequeue_concurrency_guards', 'tablequeue_concurrency_slots', 'tablequeue_concurrency_key_slots']);
+    expect(names('mysql')).toEqual([
+      ...everywhere,
+      'tablequeue_concurrency_guards',
+      'tablequeue_fifo_guards',
+      'tablequeue_concurrency_slots',
+      'tablequeue_concurrency_key_slots',
+    ]);
     expect(names('sqlite')).toEqual(everywhere);
     for (const entry of sideTableCatalogue('mysql')) expect(entry.sql).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS \`${entry.table}\` \\(\\n`));
   });

@@ -14,6 +14,7 @@ import {
 } from '../dialect/concurrency-statements.js';
 import { DEFAULT_CANCELLATIONS_TABLE } from '../dialect/cancellation-statements.js';
 import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
+import { FIFO_GUARDS_TABLE, fifoGuardRowsFor } from '../dialect/fifo-guard-statements.js';
 import { createHeartbeatStatements, DEFAULT_HEARTBEAT_TABLE, parseHeartbeatTable } from '../dialect/heartbeat-statements.js';
 import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { DEFAULT_RATE_LIMITS_TABLE } from '../dialect/rate-limit-statements.js';
@@ -90,6 +91,14 @@ export function sideTableCatalogue(database: DdlDialectName): SideTableEntry[] {
       table: CONCURRENCY_GUARDS_TABLE,
       createdBy: 'a lease subscription with concurrency, or a row lock one with concurrency.perKey, when it opens at start; beside its queue table, in its schema',
       sql: guards,
+    });
+  }
+  const fifoGuards = fifoGuardRowsFor(database === 'mariadb' ? 'mysql' : database);
+  if (fifoGuards !== undefined) {
+    entries.push({
+      table: FIFO_GUARDS_TABLE,
+      createdBy: 'a FIFO subscription or an outbox relay, when it opens at start; beside its queue table, in its schema',
+      sql: fifoGuards.createTable(UNQUALIFIED_QUEUE_TABLE),
     });
   }
   if (concurrency.slots !== undefined) {

@@ -228,10 +228,12 @@ export const GROUP_GUARD_COLUMN = 'owned';
  */
 export interface FifoStatements {
   /**
-   * The group guard (param `group`), run first in the claim's transaction; one row with one
+   * The group guard (param `group`), run first in the claim's transaction; one row with an
    * integer column named `GROUP_GUARD_COLUMN`. Postgres: a transaction-scoped advisory lock on
-   * the table and group. MySQL/MariaDB: 1 only when the claim could lock every unfinished row
-   * of the group, which it then holds until the transaction ends. `undefined` on a table without
+   * the table and group. MySQL/MariaDB: 1 only when the claim could lock the group's row in
+   * `tablequeue_fifo_guards` without waiting, which it then holds until the transaction ends; a
+   * second column, `tablequeue_guard_row`, is 0 when the group has no row yet, and the claim then
+   * adds it and asks again (dialect/fifo-guard-statements.ts). `undefined` on a table without
    * FIFO groups, and on SQLite, whose single writer runs one claim at a time.
    */
   guard(spec: TableSpec): Statement | undefined;

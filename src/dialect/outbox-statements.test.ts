@@ -140,9 +140,7 @@ describe('mysql and mariadb outbox statements', () => {
           begin,
           guard: {
             name: 'fifo.guard',
-            sql:
-              'SELECT CAST((SELECT COUNT(*) FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL) = ' +
-              '(SELECT COUNT(*) FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+            sql: "SELECT CAST((SELECT COUNT(*) FROM `tablequeue_fifo_guards` WHERE `table_name` = 'outbox' AND `queue_name` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`, CAST((SELECT COUNT(*) FROM `tablequeue_fifo_guards` WHERE `table_name` = 'outbox' AND `queue_name` = ?) AS SIGNED) AS `tablequeue_guard_row`",
             params: ['group', 'group'],
           },
           select: {
@@ -173,12 +171,12 @@ describe('mysql and mariadb outbox statements', () => {
     }
   });
 
-  it('counts every record of a name in the guard when relayed records are deleted', () => {
+  it('guards a name by its row in the guard table of the outbox\'s schema when relayed records are deleted', () => {
     for (const dialect of [mysql, mariadb]) {
       const text = textOf(createOutboxStatements(dialect, deleting.spec, deletingColumns));
       expect(text.claim).toMatchObject({
         guard: {
-          sql: 'SELECT CAST((SELECT COUNT(*) FROM `app`.`events` WHERE `topic` = ?) = (SELECT COUNT(*) FROM `app`.`events` WHERE `topic` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+          sql: "SELECT CAST((SELECT COUNT(*) FROM `app`.`tablequeue_fifo_guards` WHERE `table_name` = 'app.events' AND `queue_name` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`, CAST((SELECT COUNT(*) FROM `app`.`tablequeue_fifo_guards` WHERE `table_name` = 'app.events' AND `queue_name` = ?) AS SIGNED) AS `tablequeue_guard_row`",
         },
       });
       expect(text.finish.sql).toBe('DELETE FROM `app`.`events` WHERE `topic` = ? AND `leased_until` = ?');

@@ -1,3 +1,4 @@
+import { fifoGuardRowsFor } from '../dialect/fifo-guard-statements.js';
 import { leaseExpiry } from '../claim/lease-book.js';
 import { LeaseClaimer } from '../claim/lease-claimer.js';
 import { SharedLease } from '../claim/shared-lease.js';
@@ -50,6 +51,8 @@ export class RelayBatchClaimer {
       ownTransaction: dialect.capabilities.sharesSessionWithService ? statements.begin : undefined,
       // The batch is the name's first records, with no gap.
       stopsAtFirstTaken: true,
+      // A name met for the first time has no guard row yet: the claim adds it.
+      addGuardRow: fifoGuardRowsFor(dialect.name)?.addRow(options.spec),
     });
   }
 

@@ -1,3 +1,4 @@
+import { ensureFifoGuardTable } from '../claim/fifo-guard-rows.js';
 import { leaseExpiry, roundLeaseMs } from '../claim/lease-book.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { createOutboxStatements, type OutboxStatements } from '../dialect/outbox-statements.js';
@@ -77,6 +78,8 @@ export class Relay {
     dialect.validateTable(spec);
     const columns = [spec.id.column, spec.group!.column, ...(spec.headers === undefined ? [] : [spec.headers]), spec.payload!];
     const statements = createOutboxStatements(dialect, spec, columns);
+    // Before the prepare: the claim's guard reads the guard rows' table (MySQL, MariaDB).
+    await ensureFifoGuardTable(driver, dialect.name, spec);
     const batches = new RelayBatchClaimer({
       driver,
       dialect,

@@ -24,6 +24,7 @@ import { SubscriptionTestHooks } from './subscription-test-hooks.js';
 import { transactionalContext } from './transactional-context.js';
 import type { BatchHandler, Decoder, Handler, HandlerContext, ResolvedSubscribeOptions } from './subscription-options.js';
 import { checkConcurrencyFits, ensureConcurrencyGuards } from './concurrency-limits.js';
+import { ensureFifoGuardRow } from '../claim/fifo-guard-rows.js';
 import { WorkerSlots } from './worker-slots.js';
 import { checkRateFits, RateLimiter, type RateLimitSettings } from './rate-limit.js';
 import { DEFAULT_RATE_LIMITS_TABLE, parseRateLimitsTable, type RateLimitsTable } from '../dialect/rate-limit-statements.js';
@@ -189,6 +190,7 @@ export class Subscription {
         `subscription "${this.name}": prefetch keeps rows claimed ahead under a lease; in the ${spec.form === 'rowLock' ? 'row lock' : 'advisory lock'} form each waiting row would hold a connection, so remove prefetch or declare lockedUntil`,
       );
     }
+    await ensureFifoGuardRow(driver, dialect.name, spec, this.queue.group);
     const { concurrency } = this.#options;
     if (concurrency !== undefined) {
       checkConcurrencyFits(concurrency, spec, dialect, this.name);

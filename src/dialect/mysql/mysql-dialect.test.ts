@@ -222,7 +222,7 @@ describe('mysql lease.claim', () => {
     ]);
     expect(statementText(claim.guard!)).toEqual({
       name: 'fifo.guard',
-      sql: 'SELECT CAST((SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL) = (SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+      sql: "SELECT CAST((SELECT COUNT(*) FROM `tablequeue_fifo_guards` WHERE `table_name` = 'email_jobs' AND `queue_name` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`, CAST((SELECT COUNT(*) FROM `tablequeue_fifo_guards` WHERE `table_name` = 'email_jobs' AND `queue_name` = ?) AS SIGNED) AS `tablequeue_guard_row`",
       params: ['group', 'group'],
     });
     expect(statementText(claim.select)).toEqual({
@@ -249,15 +249,15 @@ describe('mysql lease.claim', () => {
 });
 
 describe('mysql fifo.guard', () => {
-  it('WP-11: owns the group only when it can lock every unfinished row of it', () => {
+  it('WP-11: owns the group only when it can lock the group\'s guard row, and says whether the row is there', () => {
     expect(statementText(mysql.fifo.guard(minimalFifoLeaseTable.spec)!)).toEqual({
       name: 'fifo.guard',
-      sql: 'SELECT CAST((SELECT COUNT(*) FROM `app`.`jobs` WHERE `queue` = ?) = (SELECT COUNT(*) FROM `app`.`jobs` WHERE `queue` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+      sql: "SELECT CAST((SELECT COUNT(*) FROM `app`.`tablequeue_fifo_guards` WHERE `table_name` = 'app.jobs' AND `queue_name` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`, CAST((SELECT COUNT(*) FROM `app`.`tablequeue_fifo_guards` WHERE `table_name` = 'app.jobs' AND `queue_name` = ?) AS SIGNED) AS `tablequeue_guard_row`",
       params: ['group', 'group'],
     });
     expect(statementText(mariadb.fifo.guard(fifoTable.spec)!)).toEqual({
       name: 'fifo.guard',
-      sql: 'SELECT CAST((SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL) = (SELECT COUNT(*) FROM `email_jobs` WHERE `queue` = ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`',
+      sql: "SELECT CAST((SELECT COUNT(*) FROM `tablequeue_fifo_guards` WHERE `table_name` = 'email_jobs' AND `queue_name` = ? FOR UPDATE SKIP LOCKED) AS SIGNED) AS `owned`, CAST((SELECT COUNT(*) FROM `tablequeue_fifo_guards` WHERE `table_name` = 'email_jobs' AND `queue_name` = ?) AS SIGNED) AS `tablequeue_guard_row`",
       params: ['group', 'group'],
     });
   });

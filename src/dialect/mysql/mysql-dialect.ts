@@ -9,8 +9,6 @@ import {
   refuseUnbuiltClaims,
   skipLockedSelect,
   tableOf,
-  unfinishedRowsOfGroup,
-  whereAll,
 } from '../claim-clauses.js';
 import { MYSQL_CLOCK, nowOf } from '../database-clock.js';
 import {
@@ -37,6 +35,7 @@ import {
   renderProbeColumns,
 } from '../portable-statements.js';
 import { createDedupeStatements } from '../dedupe-statements.js';
+import { MYSQL_FIFO_GUARD_ROWS } from '../fifo-guard-statements.js';
 import { BACKTICK_STYLE, identifier, joinSql, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
 import { createMysqlAdvisoryStatements } from './mysql-advisory.js';
@@ -206,26 +205,18 @@ function renderRowLockFinishMany(spec: TableSpec, rowCount: number): Statement {
 }
 
 /**
- * The FIFO group guard: the claim owns the group only if it can lock every unfinished row of it,
- * so a row of the group that another transaction holds (a claim, or a row lock delivery in
- * work) makes the two counts differ. The locks it takes last until the claim's transaction
- * ends. At READ COMMITTED the plain count sees committed rows and locks nothing, and rows
- * published meanwhile are never blocked (no gap locks).
+ * The FIFO group guard: the claim owns the group only if it can lock the group's guard row
+ * (dialect/fifo-guard-statements.ts), which it then holds until its transaction ends.
  */
 function renderGroupGuard(spec: TableSpec): Statement | undefined {
   if (!isFifo(spec)) return undefined;
-  const countUnfinished = sql`SELECT COUNT(*) FROM ${tableOf(spec)}${whereAll(unfinishedRowsOfGroup(spec))}`;
-  return renderStatement(
-    style,
-    'fifo.guard',
-    sql`SELECT CAST((${countUnfinished}) = (${countUnfinished} FOR UPDATE SKIP LOCKED) AS SIGNED) AS ${identifier(GROUP_GUARD_COLUMN)}`,
-  );
+  return MYSQL_FIFO_GUARD_ROWS.guard(spec, GROUP_GUARD_COLUMN);
 }
 
 /**
- * The FIFO group guard compares a plain count of the group's unfinished rows with a SKIP LOCKED
- * count. At SERIALIZABLE InnoDB turns the plain count into a locking read, which waits behind the
- * rows a held claim locks instead of counting them. Lease claims always run at READ COMMITTED.
+ * A FIFO group in the row lock form at SERIALIZABLE: InnoDB turns the plain reads of such a claim
+ * (the head lookup) into locking reads, which wait behind the row a held claim locks instead of
+ * passing it. Lease claims always run at READ COMMITTED.
  */
 function refuseFifoRowLockAtSerializable(spec: TableSpec, database: string): void {
   if (spec.group?.fifo !== true || spec.form !== 'rowLock' || spec.isolation !== 'serializable') return;
