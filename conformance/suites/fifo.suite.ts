@@ -112,20 +112,28 @@ export function fifoSuite(context: SuiteContext): void {
           headStarted.resolve();
           await releaseHead.promise;
         });
-        for (const broker of brokers) broker.subscribe(table.queue<number>('a'), handleA, { workers: 4 });
+        let holder = -1;
+        brokers.forEach((broker, index) =>
+          broker.subscribe(
+            table.queue<number>('a'),
+            (message: Message<number>) => {
+              if (message.payload === 1) holder = index;
+              return handleA(message);
+            },
+            { workers: 4 },
+          ),
+        );
         brokers[0]!.subscribe(table.queue<number>('b'), work.handler('b', () => undefined), { workers: 4 });
         await Promise.all(brokers.map((broker) => broker.start()));
         await brokers[0]!.publishMany(table.queue<number>('a'), [1, 2, 3].map((payload) => ({ payload })));
         await headStarted.promise;
         await brokers[0]!.publishMany(table.queue<number>('b'), [1, 2].map((payload) => ({ payload })));
-        // Both subscriptions of group a go on claiming while the head is in work: each claim must come back empty.
+        // The other broker's subscription of group a goes on claiming while the head is in work, and
+        // each claim must come back empty (the holder's claims nothing until its row is done).
         const groupA = table.queue<number>('a');
-        await Promise.all(
-          brokers.map((broker) => {
-            const claimsBefore = statsOf(broker, 'jobs/a').claims;
-            return untilStats(broker, groupA, (stats) => stats.claims >= claimsBefore + 3, 'three more claims of group a');
-          }),
-        );
+        const other = brokers[1 - holder]!;
+        const claimsBefore = statsOf(other, 'jobs/a').claims;
+        await untilStats(other, groupA, (stats) => stats.claims >= claimsBefore + 3, 'three more claims of group a');
         await untilStats(brokers[0]!, table.queue('b'), (stats) => stats.handled === 2, 'both rows of group b');
         expect(work.startedIn('b')).toEqual([1, 2]);
         expect(work.startedIn('a')).toEqual([1]);
@@ -211,18 +219,19 @@ export function fifoSuite(context: SuiteContext): void {
         },
       );
 
-      it('WP-7: runs one claim at a time on a FIFO table with workers: 4', async () => {
+      it('WP-7, WP-11: runs one claim at a time on a FIFO table with workers: 4, and none beside a row in work', async () => {
         const rows = 20;
         const table = defineTable(fifoDeclaration(form));
         await createTable(stand, context.db, table);
         const queue = table.queue<number>('a');
         const broker = createBroker(context.db, context.brokers);
         const work = new GroupWork();
+        const claimsBesideDelivery: number[] = [];
         const handle = work.handler('a', async () => {
-          // Three workers are idle while this one works: stay in work until a claim that began
-          // meanwhile has come back, so a loop that claimed for each idle worker would have.
-          const claimsBefore = statsOf(broker, 'jobs/a').claims;
-          await untilStats(broker, queue, (stats) => stats.claims > claimsBefore && stats.claimsRunning === 0, 'a claim beside the delivery');
+          // Three workers are idle while this one works. A loop that claimed for them would have
+          // started a claim in the turn that handed this row over; none can take a row of the group.
+          await new Promise((resolve) => setImmediate(resolve));
+          claimsBesideDelivery.push(statsOf(broker, 'jobs/a').claimsRunning);
         });
         broker.subscribe(queue, handle, { workers: 4 });
         await broker.start();
@@ -232,6 +241,7 @@ export function fifoSuite(context: SuiteContext): void {
         const stats = statsOf(broker, 'jobs/a');
         // The loop's own count of the claims it ever ran at once.
         expect(stats.maxClaimsRunning).toBe(1);
+        expect(claimsBesideDelivery).toEqual(Array.from({ length: rows }, () => 0));
         expect(stats.claims).toBeGreaterThanOrEqual(rows);
         // Lease deliveries hold no connection, so every connection the subscription ever held
         // was a claim: the most held at once is the most claims that ran at once.
@@ -332,11 +342,12 @@ async function expectOneAtATimeInOrder(db: TestDatabase, rows: number): Promise<
 }
 
 /**
- * Rows 1 and 2 of group a, row 1's handler held; then row 0 published with a smaller priority,
- * which sorts first and so is the head though row 1 is in work: the group guard (row lock form)
- * or the check for a row of the group in work (lease form) holds it back over three claims, and
- * it runs once row 1 is done. `afterStart` runs before the publishes, `whileHeadInWork` once row 1
- * is in work.
+ * Rows 1 and 2 of group a, row 1's handler held on one broker; then row 0 published with a
+ * smaller priority, which sorts first and so is the head though row 1 is in work. A second
+ * broker's claims (the first claims nothing while its row is in work) are held back by the
+ * group guard (row lock form) or the check for a row of the group in work (lease form), three of
+ * them, and row 0 runs once row 1 is done. `afterStart` runs before the publishes,
+ * `whileHeadInWork` once row 1 is in work.
  */
 async function expectRowAheadOfHeadInWorkWaits(
   context: SuiteContext,
@@ -361,13 +372,15 @@ async function expectRowAheadOfHeadInWorkWaits(
   await broker.publishMany(queue, [1, 2].map((payload) => ({ payload })));
   await headStarted.promise;
   await steps.whileHeadInWork?.();
+  const other = createBroker(context.db, context.brokers);
+  other.subscribe(queue, handle, { workers: 4 });
+  await other.start();
   await broker.publish(queue, 0, { priority: -1 });
-  const claimsBefore = statsOf(broker, 'jobs/a').claims;
-  await untilStats(broker, queue, (stats) => stats.claims >= claimsBefore + 3, 'three more claims');
+  await untilStats(other, queue, (stats) => stats.claims >= 3, 'three claims on the other broker');
   expect(work.startedIn('a')).toEqual([1]);
   releaseHead.resolve();
   await work.finished.waitFor(3);
-  await broker.stop();
+  await Promise.all([broker.stop(), other.stop()]);
   expect(work.startedIn('a')).toEqual([1, 0, 2]);
   expect(work.mostInOneGroup).toBe(1);
 }

@@ -2,7 +2,8 @@ import { GROUP_GUARD_COLUMN, type Dialect } from '../dialect/dialect.js';
 import { fifoGuardRowsFor, GUARD_ROW_COLUMN } from '../dialect/fifo-guard-statements.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { Connection } from '../driver/driver.js';
-import { bindStatement, type ParamValues, type Statement } from '../statement.js';
+import { executeAll } from '../driver/connection-scope.js';
+import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 
 /**
  * What a claim does when its group has no guard row (MySQL, MariaDB): `add` inserts it, and
@@ -17,13 +18,21 @@ export interface GuardRowAddition {
 }
 
 /**
- * Runs the FIFO group guard in the open claim transaction (nothing else run in it yet): true when
- * this claim owns the group. When another claim owns it, the caller rolls back, dropping whatever
- * the guard locked, and the claim takes nothing. Where the guard is a row of a guard table and
- * the group has none, `guardRow` adds it and the guard is asked again in a fresh transaction.
+ * Runs the FIFO group guard first in the claim's transaction: true when this claim owns the group.
+ * `begin`, when given, opens the transaction in the same round trip as the guard where the
+ * client pipelines (`executeAll`); without it the transaction is open already, with nothing run
+ * in it. When another claim owns the group, the caller rolls back, dropping whatever the guard
+ * locked, and the claim takes nothing. Where the guard is a row of a guard table and the group has
+ * none, `guardRow` adds it and the guard is asked again in a fresh transaction.
  */
-export async function ownsGroup(connection: Connection, guard: Statement, values: ParamValues, guardRow?: GuardRowAddition): Promise<boolean> {
-  const answer = (await connection.execute(bindStatement(guard, values))).rows[0];
+export async function ownsGroup(
+  connection: Connection,
+  guard: Statement,
+  values: ParamValues,
+  guardRow?: GuardRowAddition,
+  begin: readonly BoundStatement[] = [],
+): Promise<boolean> {
+  const answer = (await executeAll(connection, [...begin, bindStatement(guard, values)])).at(-1)!.rows[0];
   if (Number(answer?.[GROUP_GUARD_COLUMN]) === 1) return true;
   if (guardRow === undefined || answer?.[GUARD_ROW_COLUMN] === undefined || Number(answer[GUARD_ROW_COLUMN]) !== 0) return false;
   await connection.execute(bindStatement(guardRow.add, values));

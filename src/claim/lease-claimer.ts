@@ -103,8 +103,13 @@ export class LeaseClaimer {
     const { guarded } = claim;
     const run = async () => (await connection.execute(bindStatement(claim.statement, values))).rows;
     if (guarded !== undefined) {
-      return inTransaction(connection, this.#session(guarded.begin), async (transaction) => {
-        if (await ownsGroup(connection, guarded.guard, values, this.#guardRow(guarded.begin))) return run();
+      // BEGIN with the guard and the claim with COMMIT: two round trips where the client
+      // pipelines (PostgreSQL), not four. The transaction opens with the guard, so it is begun here.
+      const begin = guarded.begin.map((statement) => bindStatement(statement, {}));
+      return inTransaction(connection, this.#session([]), async (transaction) => {
+        if (await ownsGroup(connection, guarded.guard, values, this.#guardRow(guarded.begin), begin)) {
+          return (await transaction.commitWith(bindStatement(claim.statement, values))).rows;
+        }
         await transaction.rollBack();
         return [];
       });

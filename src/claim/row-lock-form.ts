@@ -116,9 +116,10 @@ export class RowLockForm implements ClaimForm {
         rows = (await executeAll(connection, [...this.#begin, claim])).at(-1)!.rows;
       } else {
         if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
-        await executeAll(connection, this.#begin);
-        // Another claim or delivery owning the group ends the transaction, dropping what the guard took.
-        if (statements.guard !== undefined && !(await ownsGroup(connection, statements.guard, { group }, statements.addGuardRow))) {
+        // Another claim or delivery owning the group ends the transaction, dropping what the guard
+        // took; the guard goes with the BEGIN, in one round trip where the client pipelines.
+        if (statements.guard === undefined) await executeAll(connection, this.#begin);
+        else if (!(await ownsGroup(connection, statements.guard, { group }, statements.addGuardRow, this.#begin))) {
           await run(statements.rollback);
           return [];
         }

@@ -13,6 +13,11 @@ export interface TransactionStatements {
 export interface OpenTransaction {
   /** Rolls back now; nothing is committed afterwards. A failed rollback destroys the connection. */
   rollBack(): Promise<void>;
+  /**
+   * Runs the transaction's last statement and its COMMIT together (`executeAll`: one round trip
+   * where the client pipelines), and returns the statement's result; nothing runs afterwards.
+   */
+  commitWith(statement: BoundStatement): Promise<QueryResult>;
 }
 
 export interface InTransactionOptions<T> {
@@ -105,8 +110,13 @@ export async function inTransaction<T>(
       connection.destroy();
     }
   };
+  const commitWith = async (statement: BoundStatement): Promise<QueryResult> => {
+    const [result] = await executeAll(connection, [statement, bindStatement(statements.commit, {})]);
+    isOpen = false;
+    return result!;
+  };
   try {
-    const result = await work({ rollBack }, connection);
+    const result = await work({ rollBack, commitWith }, connection);
     if (isOpen) {
       await connection.execute(bindStatement(statements.commit, {}));
       isOpen = false;

@@ -307,6 +307,7 @@ export class Subscription {
       connectionsInWork: form.connectionsInWork?.bind(form),
       isSingleClaim: form.claimsOneAtATime,
       rowsPerClaim,
+      isOneInWork: spec.group?.fifo === true,
       prefetchRows: this.#options.prefetch,
       isBatch: batch !== undefined,
       pollIntervalMs: this.#options.pollIntervalMs,
