@@ -1,5 +1,6 @@
 import { loadavg } from 'node:os';
 import { Broker } from '../../src/broker/broker.js';
+import type { QueueTable } from '../../src/definition/define-table.js';
 import { ensureFifoGuardRow } from '../../src/claim/fifo-guard-rows.js';
 import { assertReachable, createBenchDatabase, type BenchDatabase, type BenchDatabaseName, type BenchServers } from '../bench-database.js';
 import { runPublisherProcess, LatencyWatch } from '../latency/latency-benchmark.js';
@@ -8,7 +9,7 @@ import { BENCH_QUEUE_NAME } from '../partitioning/bench-table.js';
 import { drainWithService } from '../partitioning/service-drain.js';
 import { settlesWithin } from '../partitioning/drain-watch.js';
 import { ClaimProbe, type ClaimTiming } from './claim-probe.js';
-import { PEERS_LARGEST_BACKLOG, type GrowthContender, type GrowthDrainOutcome } from './growth-contenders.js';
+import { PEERS_LARGEST_BACKLOG, type GrowthContender, type GrowthDrainOutcome, type LibraryShape } from './growth-contenders.js';
 import { countRows, fillGrowthTable, growthTable, withDriver, type FillBlock } from './growth-table.js';
 
 export const GROWTH_PARTS = ['drain', 'delayed', 'groups', 'fifo', 'publish', 'latency'] as const;
@@ -247,31 +248,9 @@ async function groupsPoint(
   const base = { part: 'groups' as const, database, contender: contender.id, kind: contender.kind, label: contender.label, workers, backlog: queueRows, delayed: 0, tableRows, groups, timed: queueRows };
   const shape = contender.libraryShape;
   if (shape === undefined) return { ...base, ...failed(new Error(`no groups run for ${contender.id}`)), loadAverage: loadavg()[0]! };
-  try {
-    const result = await withDeadline(settings, interrupt, (signal) =>
-      onFreshDatabase(settings, database, async (fresh) => {
-        const table = growthTable('grouped');
-        const fillStartedAt = performance.now();
-        const blocks: FillBlock[] = [{ rows: tableRows, timing: 'due', group: { groups } }];
-        await fillGrowthTable(fresh, table, blocks, settings.storage);
-        const fillSeconds = (performance.now() - fillStartedAt) / 1000;
-        const probe = await ClaimProbe.start(fresh, table, BENCH_QUEUE_NAME, shape.claimLimit);
-        let claim: ClaimTiming | undefined;
-        let measurement;
-        try {
-          measurement = await drainWithService({ database: fresh, table, workers, messages: queueRows, signal, ...(shape.batch === undefined ? {} : { batch: shape.batch }) }, shape.options);
-        } finally {
-          claim = await probe.stop().catch(() => undefined);
-        }
-        const remaining = await countRows(fresh, table);
-        const isValid = !measurement.isCut && measurement.handled === queueRows && remaining === tableRows - queueRows;
-        return { measurement, claim, remaining, isValid, fillSeconds };
-      }),
-    );
-    return { ...base, ...figuresOf(result), loadAverage: loadavg()[0]! };
-  } catch (error) {
-    return { ...base, ...failed(error), loadAverage: loadavg()[0]! };
-  }
+  const table = growthTable('grouped');
+  const blocks: FillBlock[] = [{ rows: tableRows, timing: 'due', group: { groups } }];
+  return { ...base, ...(await drainFilledTable(settings, interrupt, { database, shape, table, blocks, messages: queueRows })), loadAverage: loadavg()[0]! };
 }
 
 /**
@@ -291,31 +270,57 @@ async function fifoPoint(
   const timed = Math.min(settings.fifoFirst, backlog);
   const base = { part: 'fifo' as const, database, contender: contender.id, kind: contender.kind, label: contender.label, workers, backlog, delayed: 0, tableRows: backlog, groups: 1, timed };
   const shape = contender.libraryShape!;
+  const table = growthTable('fifo');
+  const blocks: FillBlock[] = [{ rows: backlog, timing: 'due', group: BENCH_QUEUE_NAME }];
+  // The probe's claim runs the group guard from the start: on MariaDB its guard row must be there.
+  const afterFill = (fresh: BenchDatabase) =>
+    withDriver(fresh, (driver) => ensureFifoGuardRow(driver, database === 'mariadb' ? 'mysql' : database, table.spec, BENCH_QUEUE_NAME));
+  return { ...base, ...(await drainFilledTable(settings, interrupt, { database, shape, table, blocks, messages: timed, afterFill })), loadAverage: loadavg()[0]! };
+}
+
+/**
+ * The service's drain of `messages` rows of the benchmark's queue from a table filled with
+ * `blocks` on a fresh database, the probe timing the claim meanwhile: valid when the drain was not
+ * cut, handled them all, and left in the table every row it did not handle.
+ */
+async function drainFilledTable(
+  settings: GrowthSettings,
+  interrupt: AbortSignal,
+  run: {
+    database: BenchDatabaseName;
+    shape: LibraryShape;
+    table: QueueTable;
+    blocks: readonly FillBlock[];
+    messages: number;
+    afterFill?: (fresh: BenchDatabase) => Promise<void>;
+  },
+): Promise<Pick<DrainGrowthPoint, 'messagesPerSecond' | 'cpuMicrosecondsPerMessage' | 'claim' | 'fillSeconds' | 'isValid' | 'failure'>> {
+  const { database, shape, table, blocks, messages } = run;
+  const tableRows = blocks.reduce((rows, block) => rows + block.rows, 0);
   try {
     const result = await withDeadline(settings, interrupt, (signal) =>
       onFreshDatabase(settings, database, async (fresh) => {
-        const table = growthTable('fifo');
         const fillStartedAt = performance.now();
-        await fillGrowthTable(fresh, table, [{ rows: backlog, timing: 'due', group: BENCH_QUEUE_NAME }], settings.storage);
-        // The probe's claim runs the group guard from the start: on MariaDB its guard row must be there.
-        await withDriver(fresh, (driver) => ensureFifoGuardRow(driver, database === 'mariadb' ? 'mysql' : database, table.spec, BENCH_QUEUE_NAME));
+        await fillGrowthTable(fresh, table, blocks, settings.storage);
+        await run.afterFill?.(fresh);
         const fillSeconds = (performance.now() - fillStartedAt) / 1000;
         const probe = await ClaimProbe.start(fresh, table, BENCH_QUEUE_NAME, shape.claimLimit);
         let claim: ClaimTiming | undefined;
         let measurement;
         try {
-          measurement = await drainWithService({ database: fresh, table, workers, messages: timed, signal }, shape.options);
+          const batch = shape.batch === undefined ? {} : { batch: shape.batch };
+          measurement = await drainWithService({ database: fresh, table, workers: settings.workerCounts[database], messages, signal, ...batch }, shape.options);
         } finally {
           claim = await probe.stop().catch(() => undefined);
         }
         const remaining = await countRows(fresh, table);
-        const isValid = !measurement.isCut && measurement.handled >= timed && remaining === backlog - measurement.handled;
+        const isValid = !measurement.isCut && measurement.handled >= messages && remaining === tableRows - measurement.handled;
         return { measurement, claim, remaining, isValid, fillSeconds };
       }),
     );
-    return { ...base, ...figuresOf(result), loadAverage: loadavg()[0]! };
+    return figuresOf(result);
   } catch (error) {
-    return { ...base, ...failed(error), loadAverage: loadavg()[0]! };
+    return failed(error);
   }
 }
 

@@ -37,7 +37,14 @@ function quietPool(): PoolStats {
   return { size: 10, held: 0, idle: 10, spare: 10, maxHeld: 0, reservedForRenewals: 0 };
 }
 
-/** Deliveries never finish, so the workers the test gives rows to stay busy. */
+/** How the test's deliveries run: by default they never finish, so the workers given rows stay busy. */
+interface TestDeliveries {
+  readonly run?: () => Promise<void>;
+  /** After the loop heard that a worker finished. */
+  readonly afterIdle?: () => void;
+  readonly isSingleClaim?: boolean;
+}
+
 function createLoop(
   claims: ScriptedClaims,
   workers = 1,
@@ -45,12 +52,20 @@ function createLoop(
   signals = new ClaimLoopSignals(),
   pause?: PauseGate,
   rate?: RateGate,
+  deliveries: TestDeliveries = {},
 ): ClaimLoop {
-  const dispatcher = new WorkerSlots({ workers, run: () => new Promise(() => undefined), onIdle: () => loop.onWorkerIdle() });
+  const dispatcher = new WorkerSlots({
+    workers,
+    run: deliveries.run ?? (() => new Promise(() => undefined)),
+    onIdle: () => {
+      loop.onWorkerIdle();
+      deliveries.afterIdle?.();
+    },
+  });
   const loop: ClaimLoop = new ClaimLoop({
     dispatcher,
     holdsConnection: false,
-    isSingleClaim: false,
+    isSingleClaim: deliveries.isSingleClaim ?? false,
     rowsPerClaim: 1,
     prefetchRows: 0,
     isBatch: false,
@@ -134,29 +149,10 @@ describe('ClaimLoop', () => {
     const delivery = createDeferred<void>();
     const idle = createDeferred<void>();
     const signals = new ClaimLoopSignals();
-    const dispatcher = new WorkerSlots({
-      workers: 2,
+    const loop = createLoop(claims, 2, undefined, signals, undefined, undefined, {
       run: () => delivery.promise,
-      onIdle: () => {
-        loop.onWorkerIdle();
-        idle.resolve();
-      },
-    });
-    const loop: ClaimLoop = new ClaimLoop({
-      dispatcher,
-      holdsConnection: false,
+      afterIdle: () => idle.resolve(),
       isSingleClaim: true,
-      rowsPerClaim: 1,
-      prefetchRows: 0,
-      isBatch: false,
-      pollIntervalMs: 60_000,
-      poolStats: quietPool,
-      budget: new PoolBudget(quietPool),
-      claim: claims.claim,
-      onClaimError: () => undefined,
-      contentionOf: () => undefined,
-      handBack: () => Promise.resolve(),
-      signals,
     });
     signals.waiting.turnOn();
     loop.start();

@@ -171,8 +171,8 @@ export class ClaimLoop {
   #isBackingOff = false;
   /**
    * A worker finished while a claim ran: that claim may have read the table before the
-   * settlement committed (a FIFO group's head still in work), so if it comes back empty the next
-   * claim runs at once instead of after the quick poll.
+   * settlement committed (a key, a slot or a row lock still held), so if it comes back empty the
+   * next claim runs at once instead of after the quick poll.
    */
   #settledDuringClaim = false;
   /** How long the last claim held back by the rate waits. */
@@ -226,8 +226,8 @@ export class ClaimLoop {
    * A worker finished its unit: claim for it. A settlement can make rows claimable (the next head
    * of a FIFO group, a row behind a released lock), so it also ends an empty wait early, and a
    * claim running meanwhile that comes back empty is followed by another at once. Measured on a
-   * FIFO group of PostgreSQL, where every claim but the one that takes the head comes back empty:
-   * waiting out the quick poll after such a claim held the drain to 155 msg/s.
+   * FIFO group of PostgreSQL, before such a loop stopped claiming beside its row in work
+   * (`isOneInWork`): waiting out the quick poll after such a claim held the drain to 155 msg/s.
    */
   onWorkerIdle(): void {
     if (this.#isWaiting && !this.#isBackingOff) this.#wake.wake();
