@@ -76,7 +76,7 @@ export class LeaseClaimer {
     const claims =
       claim.kind === 'single'
         ? [...(claim.guarded ? [claim.guarded.guard] : []), claim.statement]
-        : [...(claim.guard ? [claim.guard] : []), claim.select, claim.stamp];
+        : [...(claim.guard ? [claim.guard] : []), claim.select, ...(claim.firstRows ? [claim.firstRows] : []), claim.stamp];
     return [...limits, ...claims];
   }
 
@@ -177,7 +177,8 @@ export class LeaseClaimer {
       return [];
     }
     const selectRows = this.#options.selectRows;
-    const selected = selectRows === undefined ? (await connection.execute(bindStatement(claim.select, values))).rows : await selectRows(connection, values);
+    const read = selectRows === undefined ? (await connection.execute(bindStatement(claim.select, values))).rows : await selectRows(connection, values);
+    const selected = claim.firstRows === undefined || read.length === 0 ? read : await this.#beforeFirstSkipped(connection, claim.firstRows, values, read);
     if (selected.length > 1 && claim.stampAll !== undefined) {
       const ids = selected.map((row) => row[idColumn]);
       // Padded to a power of two with the last id, so few texts are ever prepared.
@@ -196,6 +197,23 @@ export class LeaseClaimer {
       else if (this.#options.stopsAtFirstTaken) break;
     }
     return stamped;
+  }
+
+  /**
+   * The selected rows up to the first of the group's first rows that the select did not return:
+   * a row it skipped because another statement held it. The rows after that one stay locked by
+   * the claim's transaction until it ends, and are not taken.
+   */
+  async #beforeFirstSkipped(
+    connection: Connection,
+    firstRows: Statement,
+    values: ParamValues,
+    selected: Record<string, unknown>[],
+  ): Promise<Record<string, unknown>[]> {
+    const { idColumn } = this.#options;
+    const first = (await connection.execute(bindStatement(firstRows, values))).rows;
+    const gap = selected.findIndex((row, place) => String(row[idColumn]) !== String(first[place]?.[idColumn]));
+    return gap === -1 ? selected : selected.slice(0, gap);
   }
 
   #guardRow(begin: readonly Statement[]): GuardRowAddition | undefined {

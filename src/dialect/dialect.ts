@@ -216,6 +216,13 @@ export type LeaseClaim =
        * it returned, so all of them are stamped; fewer means something else held one.
        */
       readonly stampAll?: (rowCount: number) => Statement;
+      /**
+       * The group's first unfinished rows in claim order, their id column alone, read without
+       * locks (params `group`, `limit`): the outbox relay's batch, which must have no gap. Run
+       * after the select, it shows a row the select skipped because another statement held it,
+       * if only for an instant; the claim takes the selected rows up to that one.
+       */
+      readonly firstRows?: Statement;
     };
 
 /** The one column of the group guard's one row: 1 when this claim owns the group, 0 otherwise. */

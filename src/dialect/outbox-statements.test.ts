@@ -52,6 +52,7 @@ function claimText(claim: LeaseClaim) {
     guard: claim.guard === undefined ? undefined : statementText(claim.guard),
     select: statementText(claim.select),
     stamp: statementText(claim.stamp),
+    firstRows: claim.firstRows === undefined ? undefined : statementText(claim.firstRows),
   };
 }
 
@@ -76,12 +77,16 @@ describe('postgres outbox statements', () => {
         statement: {
           name: 'outbox.claim',
           sql:
-            'WITH tablequeue_claimed AS (SELECT "id", "name", "headers", "payload" FROM "outbox" WHERE "name" = $1 AND "processed_at" IS NULL ' +
-            'AND ("locked_until" IS NULL OR "locked_until" <= $2) AND (SELECT MAX(tablequeue_work."locked_until") FROM "outbox" AS tablequeue_work ' +
-            'WHERE tablequeue_work."name" = $3 AND tablequeue_work."locked_until" > $4) IS NULL ORDER BY "id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
-            'tablequeue_stamp AS (UPDATE "outbox" SET "locked_until" = $6 ' +
+            'WITH tablequeue_first AS (SELECT "id" FROM "outbox" WHERE "name" = $1 AND "processed_at" IS NULL ORDER BY "id" LIMIT $2), ' +
+            'tablequeue_locked AS (SELECT "id", "name", "headers", "payload" FROM "outbox" WHERE "name" = $3 AND "processed_at" IS NULL ' +
+            'AND ("locked_until" IS NULL OR "locked_until" <= $4) AND (SELECT MAX(tablequeue_work."locked_until") FROM "outbox" AS tablequeue_work ' +
+            'WHERE tablequeue_work."name" = $5 AND tablequeue_work."locked_until" > $6) IS NULL ORDER BY "id" LIMIT $7 FOR UPDATE SKIP LOCKED), ' +
+            'tablequeue_claimed AS (SELECT "id", "name", "headers", "payload" FROM tablequeue_locked WHERE NOT EXISTS (SELECT 1 FROM tablequeue_first ' +
+            'WHERE tablequeue_first."id" < tablequeue_locked."id" AND NOT EXISTS (SELECT 1 FROM tablequeue_locked AS tablequeue_taken ' +
+            'WHERE tablequeue_taken."id" = tablequeue_first."id"))), ' +
+            'tablequeue_stamp AS (UPDATE "outbox" SET "locked_until" = $8 ' +
             'WHERE "id" = ANY(ARRAY(SELECT tablequeue_claimed."id" FROM tablequeue_claimed))) SELECT "id", "name", "headers", "payload" FROM tablequeue_claimed ORDER BY "id"',
-          params: ['group', 'leaseNow', 'group', 'leaseNow', 'limit', 'lockedUntil'],
+          params: ['group', 'limit', 'group', 'leaseNow', 'group', 'leaseNow', 'limit', 'lockedUntil'],
         },
       },
       finish: {
@@ -106,10 +111,14 @@ describe('postgres outbox statements', () => {
       guard: { sql: `SELECT pg_try_advisory_xact_lock(hashtextextended('app.events:' || $1::text, 0))::int AS "owned"` },
       statement: {
         sql:
-          'WITH tablequeue_claimed AS (SELECT "record_id", "topic", "body" FROM "app"."events" WHERE "topic" = $1 ' +
-          'AND ("leased_until" IS NULL OR "leased_until" <= $2) AND (SELECT MAX(tablequeue_work."leased_until") FROM "app"."events" AS tablequeue_work ' +
-          'WHERE tablequeue_work."topic" = $3 AND tablequeue_work."leased_until" > $4) IS NULL ORDER BY "record_id" LIMIT $5 FOR UPDATE SKIP LOCKED), ' +
-          'tablequeue_stamp AS (UPDATE "app"."events" SET "leased_until" = $6 ' +
+          'WITH tablequeue_first AS (SELECT "record_id" FROM "app"."events" WHERE "topic" = $1 ORDER BY "record_id" LIMIT $2), ' +
+          'tablequeue_locked AS (SELECT "record_id", "topic", "body" FROM "app"."events" WHERE "topic" = $3 ' +
+          'AND ("leased_until" IS NULL OR "leased_until" <= $4) AND (SELECT MAX(tablequeue_work."leased_until") FROM "app"."events" AS tablequeue_work ' +
+          'WHERE tablequeue_work."topic" = $5 AND tablequeue_work."leased_until" > $6) IS NULL ORDER BY "record_id" LIMIT $7 FOR UPDATE SKIP LOCKED), ' +
+          'tablequeue_claimed AS (SELECT "record_id", "topic", "body" FROM tablequeue_locked WHERE NOT EXISTS (SELECT 1 FROM tablequeue_first ' +
+          'WHERE tablequeue_first."record_id" < tablequeue_locked."record_id" AND NOT EXISTS (SELECT 1 FROM tablequeue_locked AS tablequeue_taken ' +
+          'WHERE tablequeue_taken."record_id" = tablequeue_first."record_id"))), ' +
+          'tablequeue_stamp AS (UPDATE "app"."events" SET "leased_until" = $8 ' +
           'WHERE "record_id" = ANY(ARRAY(SELECT tablequeue_claimed."record_id" FROM tablequeue_claimed))) SELECT "record_id", "topic", "body" FROM tablequeue_claimed ORDER BY "record_id"',
       },
     });
@@ -155,6 +164,11 @@ describe('mysql and mariadb outbox statements', () => {
             name: 'outbox.stamp',
             sql: 'UPDATE `outbox` SET `locked_until` = ? WHERE `id` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?)',
             params: ['lockedUntil', 'id', 'leaseNow'],
+          },
+          firstRows: {
+            name: 'outbox.first',
+            sql: 'SELECT `id` FROM `outbox` WHERE `name` = ? AND `processed_at` IS NULL ORDER BY `id` LIMIT ?',
+            params: ['group', 'limit'],
           },
         },
         finish: {

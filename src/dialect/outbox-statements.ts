@@ -9,7 +9,17 @@
  */
 import type { Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
-import { claimConditions, claimOrder, columnList, leaseIsFree, noRowOfGroupInWork, requireLeaseColumn, tableOf, whereAll } from './claim-clauses.js';
+import {
+  claimConditions,
+  claimOrder,
+  columnList,
+  leaseIsFree,
+  noRowOfGroupInWork,
+  requireLeaseColumn,
+  tableOf,
+  unfinishedRowsOfGroup,
+  whereAll,
+} from './claim-clauses.js';
 import type { Dialect, LeaseClaim, TableColumns } from './dialect.js';
 import { leaseStampAssignments } from './portable-statements.js';
 import {
@@ -93,9 +103,26 @@ function batchConditions(spec: TableSpec): SqlText {
   return whereAll([...claimConditions(spec, 'lease'), noRowOfGroupInWork(spec)]);
 }
 
-/** The first records of the name, locked; the guard already holds the name, so nothing is skipped but rows other writers lock. */
+/**
+ * The first records of the name, to be locked. The guard holds the name, so the only records a
+ * locking read skips are ones another statement holds: a service's insert not yet committed, or
+ * a committed record that something else locked (see `firstRecords`).
+ */
 function batchSelect(spec: TableSpec, selected: SqlText): SqlText {
   return sql`SELECT ${selected} FROM ${tableOf(spec)}${batchConditions(spec)} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
+}
+
+/**
+ * The name's first unprocessed records, read without locks: committed records only, so a service's
+ * insert still in its transaction is not among them. A batch is the locked records up to the first
+ * of these that the locking read skipped. MariaDB's locking reads lock each row they scan and let
+ * go of the ones that do not match, so one relay's claim of another name held a record for an
+ * instant, and the batch took the records behind it: CI saw records 48, 51 and 54 of a name sent
+ * before 39, 42 and 45. On PostgreSQL only a lock from outside the relay does that (a service's
+ * `SELECT ... FOR UPDATE`, or a foreign key check from a row that references the record).
+ */
+function firstRecords(spec: TableSpec, selected: SqlText): SqlText {
+  return sql`SELECT ${selected} FROM ${tableOf(spec)}${whereAll(unfinishedRowsOfGroup(spec))} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
 }
 
 function renderClaim(dialect: Dialect, begin: Statement[], style: SqlStyle, spec: TableSpec, columns: TableColumns): LeaseClaim {
@@ -112,7 +139,9 @@ function renderClaim(dialect: Dialect, begin: Statement[], style: SqlStyle, spec
         'outbox.stamp',
         sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} = ${param('id')} AND ${leaseIsFree(spec)}`,
       );
-      return guard === undefined ? { kind: 'selectThenStamp', begin, select, stamp } : { kind: 'selectThenStamp', begin, guard, select, stamp };
+      const firstRows = renderStatement(style, 'outbox.first', firstRecords(spec, identifier(spec.id.column)));
+      const claim = { kind: 'selectThenStamp', begin, select, stamp, firstRows } as const;
+      return guard === undefined ? claim : { ...claim, guard };
     }
     case 'sqlite':
       // One statement under the single writer: no other claim can run between its read and write.
@@ -120,15 +149,23 @@ function renderClaim(dialect: Dialect, begin: Statement[], style: SqlStyle, spec
   }
 }
 
-/** As the lease claim: the first CTE locks the records, the second stamps them, the SELECT returns them in order. */
+/**
+ * As the lease claim, with the gap check of `firstRecords`: `tablequeue_locked` locks the records,
+ * `tablequeue_claimed` keeps those before the first record of `tablequeue_first` that was not
+ * locked, the stamp leases them, the SELECT returns them in order. Every part reads one snapshot,
+ * so a locked record is always among the first ones. Outbox records go in id order.
+ */
 function renderPostgresClaim(style: SqlStyle, spec: TableSpec, columns: TableColumns): Statement {
   const id = identifier(spec.id.column);
-  const claimed = sql`${batchSelect(spec, columnList(columns))} FOR UPDATE SKIP LOCKED`;
+  const first = firstRecords(spec, id);
+  const locked = sql`${batchSelect(spec, columnList(columns))} FOR UPDATE SKIP LOCKED`;
+  const skipped = sql`SELECT 1 FROM tablequeue_first WHERE tablequeue_first.${id} < tablequeue_locked.${id} AND NOT EXISTS (SELECT 1 FROM tablequeue_locked AS tablequeue_taken WHERE tablequeue_taken.${id} = tablequeue_first.${id})`;
+  const claimed = sql`SELECT ${columnList(columns)} FROM tablequeue_locked WHERE NOT EXISTS (${skipped})`;
   const stamp = sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${id} = ANY(ARRAY(SELECT tablequeue_claimed.${id} FROM tablequeue_claimed))`;
   return renderStatement(
     style,
     'outbox.claim',
-    sql`WITH tablequeue_claimed AS (${claimed}), tablequeue_stamp AS (${stamp}) SELECT ${columnList(columns)} FROM tablequeue_claimed ORDER BY ${claimOrder(spec)}`,
+    sql`WITH tablequeue_first AS (${first}), tablequeue_locked AS (${locked}), tablequeue_claimed AS (${claimed}), tablequeue_stamp AS (${stamp}) SELECT ${columnList(columns)} FROM tablequeue_claimed ORDER BY ${claimOrder(spec)}`,
   );
 }
 

@@ -55,4 +55,6 @@ export interface RelayStats extends Readonly<RelayCounts> {
 export class RelaySignals {
   /** A batch's records were marked processed after the destination confirmed them (counted in `relayed`): how many. */
   readonly relayed = new TestSignal<number>();
+  /** A claim of a name ended: how many records it took (0 when another claim held the name, or its first record was locked). */
+  readonly claimed = new TestSignal<number>();
 }

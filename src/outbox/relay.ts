@@ -144,6 +144,7 @@ export class Relay {
   /** One batch of one name: claim, send, mark; or after a failure, the backoff. Whether it took records. */
   async #relayName(name: string): Promise<boolean> {
     const batch = await this.#batches!.claim(name);
+    this.#signals.claimed.emit(batch?.records.length ?? 0);
     if (batch === undefined) return false;
     try {
       if (this.#isTransactional) await this.#sendWithin(batch);
