@@ -52,6 +52,7 @@ function claimText(claim: LeaseClaim) {
     guard: claim.guard === undefined ? undefined : statementText(claim.guard),
     select: statementText(claim.select),
     stamp: statementText(claim.stamp),
+    stampAll: claim.stampAll === undefined ? undefined : statementText(claim.stampAll(2)),
     firstRows: claim.firstRows === undefined ? undefined : statementText(claim.firstRows),
   };
 }
@@ -164,6 +165,11 @@ describe('mysql and mariadb outbox statements', () => {
             name: 'outbox.stamp',
             sql: 'UPDATE `outbox` SET `locked_until` = ? WHERE `id` = ? AND (`locked_until` IS NULL OR `locked_until` <= ?)',
             params: ['lockedUntil', 'id', 'leaseNow'],
+          },
+          stampAll: {
+            name: 'outbox.stampAll',
+            sql: 'UPDATE `outbox` SET `locked_until` = ? WHERE `id` IN (?, ?) AND (`locked_until` IS NULL OR `locked_until` <= ?)',
+            params: ['lockedUntil', 'id', 'id', 'leaseNow'],
           },
           firstRows: {
             name: 'outbox.first',

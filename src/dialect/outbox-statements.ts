@@ -21,7 +21,7 @@ import {
   whereAll,
 } from './claim-clauses.js';
 import type { Dialect, LeaseClaim, TableColumns } from './dialect.js';
-import { leaseStampAssignments } from './portable-statements.js';
+import { leaseStampAssignments, leaseStampOfIds } from './portable-statements.js';
 import {
   BACKTICK_STYLE,
   DOUBLE_QUOTE_STYLE,
@@ -140,7 +140,9 @@ function renderClaim(dialect: Dialect, begin: Statement[], style: SqlStyle, spec
         sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} = ${param('id')} AND ${leaseIsFree(spec)}`,
       );
       const firstRows = renderStatement(style, 'outbox.first', firstRecords(spec, identifier(spec.id.column)));
-      const claim = { kind: 'selectThenStamp', begin, select, stamp, firstRows } as const;
+      // One statement for the batch: a stamp per record spent a round trip each while the claim held the name.
+      const stampAll = (rowCount: number) => renderStatement(style, 'outbox.stampAll', leaseStampOfIds(spec, rowCount, 'outbox.stampAll'));
+      const claim = { kind: 'selectThenStamp', begin, select, stamp, stampAll, firstRows } as const;
       return guard === undefined ? claim : { ...claim, guard };
     }
     case 'sqlite':

@@ -9,6 +9,7 @@ import { ISOLATION_LEVELS, type IsolationLevel, type TableSpec } from '../table/
 import {
   columnList,
   countAttempt,
+  leaseIsFree,
   refuseUnbuiltClaims,
   requireLeaseColumn,
   keyFreed,
@@ -143,6 +144,19 @@ export function leaseStampAssignments(spec: TableSpec): SqlText {
   const assignments = [sql`${identifier(requireLeaseColumn(spec))} = ${param('lockedUntil')}`];
   if (spec.attempt !== undefined) assignments.push(countAttempt(spec.attempt));
   return joinSql(assignments, ', ');
+}
+
+/**
+ * Leases `rowCount` rows that a claim's select locked, in one statement: params `lockedUntil`,
+ * `id` once per row, then `leaseNow`. The lease condition is repeated so a stamp never overwrites
+ * a live lease. `statement` names it in the error for a bad count.
+ */
+export function leaseStampOfIds(spec: TableSpec, rowCount: number, statement: string): SqlText {
+  if (!Number.isInteger(rowCount) || rowCount < 1) {
+    throw new TypeError(`${statement} needs a whole number of rows of at least 1, got ${rowCount}`);
+  }
+  const ids = joinSql(Array.from({ length: rowCount }, () => param('id')), ', ');
+  return sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} IN (${ids}) AND ${leaseIsFree(spec)}`;
 }
 
 function renderLeaseRelease(style: SqlStyle, spec: TableSpec): Statement {

@@ -30,6 +30,7 @@ import {
   createSettleStatements,
   isolationLevelSql,
   leaseStampAssignments,
+  leaseStampOfIds,
   refuseSqliteBeginMode,
   renderInsertRows,
   renderProbeColumns,
@@ -160,15 +161,7 @@ function renderLeaseStamp(spec: TableSpec): Statement {
  * (WP-7), holds its locks.
  */
 function renderLeaseStampAll(spec: TableSpec, rowCount: number): Statement {
-  if (!Number.isInteger(rowCount) || rowCount < 1) {
-    throw new TypeError(`lease.stampAll needs a whole number of rows of at least 1, got ${rowCount}`);
-  }
-  const ids = joinSql(Array.from({ length: rowCount }, () => param('id')), ', ');
-  return renderStatement(
-    style,
-    'lease.stampAll',
-    sql`UPDATE ${tableOf(spec)} SET ${leaseStampAssignments(spec)} WHERE ${identifier(spec.id.column)} IN (${ids}) AND ${leaseIsFree(spec)}`,
-  );
+  return renderStatement(style, 'lease.stampAll', leaseStampOfIds(spec, rowCount, 'lease.stampAll'));
 }
 
 /** The derived table of a batch's finished ids, and its one column: names no queue table uses. */
