@@ -27,6 +27,11 @@ async function runOrThrow(command: string, args: readonly string[], cwd: string)
   return result;
 }
 
+// The tarball's dependencies come from npm's cache where it has them, from the registry otherwise:
+// `npm ci` caches the tarballs it installs but not the registry's documents that an install of a
+// range needs, so `--offline` failed with ENOTCACHED on a machine that had run nothing else.
+const INSTALL = ['install', '--no-audit', '--no-fund', '--prefer-offline'];
+
 // `npm pack` builds dist/ (prepack) and packs it: about 15 s on 2 cores, once for the whole file.
 describe('the published package', { timeout: 120_000 }, () => {
   let folder: string;
@@ -66,7 +71,7 @@ describe('the published package', { timeout: 120_000 }, () => {
     const project = join(folder, 'commonjs-project');
     await mkdir(project);
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'commonjs-project', private: true, type: 'commonjs' }));
-    const installed = await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    const installed = await runOrThrow('npm', [...INSTALL, tarball], project);
     expect(installed.stderr).not.toMatch(/install-scripts|prepare/);
 
     const manifest = JSON.parse(await readFile(join(project, 'node_modules', 'tablequeue', 'package.json'), 'utf8')) as {
@@ -99,7 +104,7 @@ describe('the published package', { timeout: 120_000 }, () => {
     const project = join(folder, 'typescript-project');
     await mkdir(project);
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'typescript-project', private: true, type: 'module' }));
-    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    await runOrThrow('npm', [...INSTALL, tarball], project);
     const compilerOptions = {
       target: 'ES2022',
       module: 'nodenext',
@@ -150,7 +155,7 @@ describe('the published package', { timeout: 120_000 }, () => {
     const project = join(folder, 'testing-project');
     await mkdir(project);
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'testing-project', private: true, type: 'module' }));
-    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    await runOrThrow('npm', [...INSTALL, tarball], project);
     // The user's own better-sqlite3 (an optional peer), linked from the checkout rather than built again here.
     await symlink(join(ROOT, 'node_modules', 'better-sqlite3'), join(project, 'node_modules', 'better-sqlite3'), 'dir');
     const frameworks = join(ROOT, 'src', 'testing', 'frameworks');
@@ -177,7 +182,7 @@ describe('the published package', { timeout: 120_000 }, () => {
     const project = join(folder, 'dashboard-project');
     await mkdir(project);
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'dashboard-project', private: true, type: 'module' }));
-    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    await runOrThrow('npm', [...INSTALL, tarball], project);
     const loader = pathToFileURL(join(project, 'node_modules', 'tablequeue', 'dist', 'dashboard', 'dashboard-script-loader.js')).href;
     const program = `const { loadDashboardScript } = await import(${JSON.stringify(loader)}); process.stdout.write(await loadDashboardScript());`;
     const served = await runOrThrow(process.execPath, ['--input-type=module', '-e', program], project);
@@ -188,7 +193,7 @@ describe('the published package', { timeout: 120_000 }, () => {
     const project = join(folder, 'command-project');
     await mkdir(project);
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'command-project', private: true }));
-    await runOrThrow('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], project);
+    await runOrThrow('npm', [...INSTALL, tarball], project);
     const help = await run(join(project, 'node_modules', '.bin', 'tablequeue'), ['--help'], project);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^ {2}demo /m);
