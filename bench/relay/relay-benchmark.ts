@@ -129,8 +129,9 @@ export async function runRelayCommand(argv: string[]): Promise<number> {
   for (const point of points) {
     const range = spread(point.recordsPerSecond)!;
     console.log(
-      `| ${point.database} | ${point.destination} | ${point.batch} | ${median(point.recordsPerSecond)} (${range.min}–${range.max}) | ` +
-        `${median(point.cpuMicrosecondsPerRecord)} |`,
+      // The median of an even count is a mean of two: rounded as the runs are.
+      `| ${point.database} | ${point.destination} | ${point.batch} | ${Math.round(median(point.recordsPerSecond)!)} (${range.min}–${range.max}) | ` +
+        `${median(point.cpuMicrosecondsPerRecord)!.toFixed(1)} |`,
     );
   }
   console.log(`\nresults: ${output}`);

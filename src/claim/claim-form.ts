@@ -79,6 +79,28 @@ export interface HeldRow extends ClaimedRow {
  * One of the three ways to claim rows: take, hold, settle. Each form also says how its claims
  * and deliveries use the pool, which the claim loop and the delivery runner go by.
  */
+/**
+ * A claim that a settling delivery runs on its own connection, written with its COMMIT in one
+ * round trip (the claim loop's `chainClaim`). The loop hears how it ended through exactly one of these.
+ */
+export interface ChainedClaim {
+  /** It took `rows`: offered to the workers, or handed back when stop began (resolves once they are). */
+  tookRows(rows: HeldRow[]): Promise<void>;
+  tookNothing(): void;
+  /** Its statement failed; the settlement before it had committed. */
+  failed(error: unknown): void;
+  /** It never ran: the settlement before it failed. */
+  abandoned(): void;
+}
+
+/** Where a form asks for claims to chain after its settlements' commits. */
+export interface ChainedClaimSource {
+  /** A claim for the worker about to go idle, or undefined when the loop would not start one now. */
+  chainClaim(): ChainedClaim | undefined;
+  /** What the claim takes as due. */
+  now(): Date;
+}
+
 export interface ClaimForm {
   /** Whether each delivery in work holds a pool connection until it settles (WP-5). */
   readonly holdsConnection: boolean;
@@ -100,6 +122,11 @@ export interface ClaimForm {
   readonly statements: Statement[];
   /** Claims up to `limit` rows, due at `now`. */
   claim(limit: number, now: Date): Promise<HeldRow[]>;
+  /**
+   * Forms that can run a claim on a settling delivery's connection in the round trip of its
+   * COMMIT (the row lock form, one row per claim, where the client pipelines) ask `source` for one.
+   */
+  chainClaimsThrough?(source: ChainedClaimSource): void;
   /**
    * Stop began: settlements the form holds back to send together (lease form) go now, and
    * later ones are not held back. Forms that settle each row at once have nothing to do.

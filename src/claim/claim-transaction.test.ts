@@ -172,3 +172,69 @@ describe('ClaimTransaction in transactional mode', () => {
     expect(() => claimOf(2, true)).toThrow(/single deliveries/);
   });
 });
+
+/** As RecordingConnection, for a client that pipelines: each `executeEach` is one write, recorded whole. */
+class PipeliningConnection extends RecordingConnection {
+  readonly writes: string[][] = [];
+
+  /** As PostgreSQL answers a pipeline: each statement runs, even after one before it failed. */
+  executeEach(statements: readonly BoundStatement[]): Promise<QueryResult>[] {
+    this.writes.push(statements.map((bound) => bound.name));
+    return statements.map((bound) => this.execute(bound).then((result) => (bound.name === 'rowLock.claim' ? { ...result, rows: [{ id: 9 }] } : result)));
+  }
+}
+
+describe('ClaimTransaction chained claims (row lock form, a client that pipelines)', () => {
+  function chainedClaimOf() {
+    const connection = new PipeliningConnection();
+    const heard: string[] = [];
+    let handedOn: { connection: Connection; rows: Record<string, unknown>[] } | undefined;
+    const transaction = new ClaimTransaction({
+      statements,
+      connection,
+      rowCount: 1,
+      subscription: 'jobs/emails',
+      transactional: false,
+      chainClaim: () => ({
+        statements: [
+          { name: 'session.begin', sql: 'BEGIN', values: [] },
+          { name: 'rowLock.claim', sql: 'SELECT', values: [] },
+        ],
+        claimed: async (on, rows) => {
+          handedOn = { connection: on, rows };
+          heard.push('claimed');
+        },
+        failed: () => heard.push('failed'),
+        abandoned: () => heard.push('abandoned'),
+      }),
+    });
+    const row = transaction.hold({ row: {}, id: '1', idValue: 1, attempt: 1 });
+    return { connection, row, heard, handedOn: () => handedOn };
+  }
+
+  it('writes the next claim with the settlement and its COMMIT, and hands it the connection instead of releasing it', async () => {
+    const { connection, row, heard, handedOn } = chainedClaimOf();
+    await row.settle({ kind: 'finish' });
+    expect(connection.writes).toEqual([['settle.finish', 'session.commit', 'session.begin', 'rowLock.claim']]);
+    expect(heard).toEqual(['claimed']);
+    expect(handedOn()).toEqual({ connection, rows: [{ id: 9 }] });
+    expect(connection.ending).toBeUndefined();
+  });
+
+  it('a settlement that fails abandons the chained claim and ends the session: the row goes back', async () => {
+    const { connection, row, heard } = chainedClaimOf();
+    connection.failOn('settle.finish');
+    await expect(row.settle({ kind: 'finish' })).rejects.toBeInstanceOf(StatementError);
+    expect(heard).toEqual(['abandoned']);
+    expect(connection.ending).toBe('destroyed');
+  });
+
+  it('a chained claim that fails leaves the settlement committed: the claim is told, and the session ends', async () => {
+    const { connection, row, heard } = chainedClaimOf();
+    connection.failOn('rowLock.claim');
+    await row.settle({ kind: 'finish' });
+    expect(connection.ran).toEqual(['settle.finish 1', 'session.commit', 'session.begin']);
+    expect(heard).toEqual(['failed']);
+    expect(connection.ending).toBe('destroyed');
+  });
+});

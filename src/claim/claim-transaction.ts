@@ -1,10 +1,10 @@
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { executeAll } from '../driver/connection-scope.js';
-import type { Connection } from '../driver/driver.js';
+import type { Connection, QueryResult } from '../driver/driver.js';
 import { BatchRolledBackError } from '../errors.js';
 import { createDeferred } from '../internal/deferred.js';
 import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
-import { bindRepeated, bindStatement, type Statement } from '../statement.js';
+import { bindRepeated, bindStatement, type BoundStatement, type Statement } from '../statement.js';
 import { commitsHandlerWrites, settlementValues, type ClaimedRow, type HeldRow, type Settlement } from './claim-form.js';
 import { settlementStatementNameOf, type ServiceStatementSet } from './service-statements.js';
 
@@ -27,9 +27,32 @@ export interface ClaimTransactionStatements {
 /** Rows per grouped finish: the statement is padded to a power of two up to this, then split. */
 export const MAX_FINISHES_PER_STATEMENT = 256;
 
+/**
+ * A claim to run on a claim transaction's connection right after its COMMIT, written with the
+ * last settlement and the COMMIT in one round trip (PostgreSQL, whose client pipelines).
+ */
+export interface ChainedClaimRun {
+  /** BEGIN and the claim, bound. */
+  readonly statements: readonly BoundStatement[];
+  /**
+   * The claim's rows, read on `connection` in its open transaction: from here the claim owns the
+   * connection (it holds the rows, or ends the transaction and releases it). Never rejects.
+   */
+  claimed(connection: Connection, rows: Record<string, unknown>[]): Promise<void>;
+  /** BEGIN or the claim failed after the COMMIT succeeded: the connection is ended here. */
+  failed(error: unknown): void;
+  /** The settlement or the COMMIT failed, so the claim's result counts for nothing. */
+  abandoned(): void;
+}
+
 export interface ClaimTransactionOptions {
   readonly statements: ClaimTransactionStatements;
   readonly connection: Connection;
+  /**
+   * A claim to chain after the commit of a one-row, non-transactional claim, asked when its
+   * settlement is about to commit; undefined (or returning undefined) for none.
+   */
+  readonly chainClaim?: (() => ChainedClaimRun | undefined) | undefined;
   readonly rowCount: number;
   /** Names the subscription in `BatchRolledBackError`. */
   readonly subscription: string;
@@ -116,17 +139,39 @@ export class ClaimTransaction {
       return;
     }
     const isLast = this.#open === 1 && this.#finished.length === 0;
+    let chained: { readonly run: ChainedClaimRun; readonly answers: Promise<QueryResult>[] } | undefined;
     try {
       if (!commitsHandlerWrites(settlement)) await this.#rollBackHandlerWrites();
       this.#handlerTransaction?.endLoan();
       const own = statements.serviceSettlements?.[settlementStatementNameOf(settlement)];
       const settles = (own ?? statements.settlements[settlement.kind]).map((statement) => bindStatement(statement, values));
-      // The last settlement goes with the COMMIT, in one round trip where the driver pipelines; a
-      // failed statement aborts the transaction, and a COMMIT after it then rolls back.
-      await executeAll(connection, isLast ? [...settles, bindStatement(statements.commit, {})] : settles);
+      const committing = isLast ? [...settles, bindStatement(statements.commit, {})] : settles;
+      const chain = isLast ? this.#chainedClaim() : undefined;
+      if (chain === undefined) {
+        // The last settlement goes with the COMMIT, in one round trip where the driver pipelines;
+        // a failed statement aborts the transaction, and a COMMIT after it then rolls back.
+        await executeAll(connection, committing);
+      } else {
+        const each = connection.executeEach!([...committing, ...chain.run.statements]);
+        const answers = each.slice(committing.length);
+        // Each answer is awaited or caught: the claim's may reject after the settlement's did.
+        for (const answer of answers) answer.catch(() => undefined);
+        try {
+          await Promise.all(each.slice(0, committing.length));
+        } catch (error) {
+          chain.run.abandoned();
+          throw error;
+        }
+        chained = { run: chain.run, answers };
+      }
     } catch (error) {
       this.#fail(error);
       throw error;
+    }
+    if (chained !== undefined) {
+      this.#open = 0;
+      await this.#endInto(chained.run, chained.answers);
+      return;
     }
     if (isLast) {
       this.#open = 0;
@@ -134,6 +179,36 @@ export class ClaimTransaction {
       return;
     }
     await this.#finishRow();
+  }
+
+  /** The claim to chain after this one-row claim's commit, where the client pipelines. */
+  #chainedClaim(): { readonly run: ChainedClaimRun } | undefined {
+    const { connection, rowCount, transactional, chainClaim } = this.#options;
+    if (chainClaim === undefined || rowCount !== 1 || transactional || connection.executeEach === undefined) return undefined;
+    const run = chainClaim();
+    return run === undefined ? undefined : { run };
+  }
+
+  /**
+   * Committed, and the connection goes on to the chained claim instead of back to the pool. The
+   * row's settlement is done once that claim has its rows, so the worker finds them waiting.
+   */
+  async #endInto(run: ChainedClaimRun, answers: Promise<QueryResult>[]): Promise<void> {
+    const { connection } = this.#options;
+    this.#handlerTransaction?.committed();
+    try {
+      let rows: Record<string, unknown>[];
+      try {
+        rows = (await Promise.all(answers)).at(-1)!.rows;
+      } catch (error) {
+        connection.destroy();
+        run.failed(error);
+        return;
+      }
+      await run.claimed(connection, rows);
+    } finally {
+      this.#ended.resolve();
+    }
   }
 
   async #handBack(): Promise<void> {

@@ -2,9 +2,9 @@ import { createConcurrencyStatements, type KeySlotTake } from '../dialect/concur
 import { executeAll, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
 import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
-import type { ClaimForm, HeldRow } from './claim-form.js';
+import type { ChainedClaim, ChainedClaimSource, ClaimedRow, ClaimForm, HeldRow } from './claim-form.js';
 import { guardRowAddition, ownsGroup, type GuardRowAddition } from './claim-guard.js';
-import { ClaimTransaction, type ClaimTransactionStatements } from './claim-transaction.js';
+import { ClaimTransaction, type ChainedClaimRun, type ClaimTransactionStatements } from './claim-transaction.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
 import { readClaimedRow } from './row-values.js';
 import { claimedIds, fetchRows, serviceStatementsOf, withFetchedRow, type ServiceStatementSet } from './service-statements.js';
@@ -62,6 +62,8 @@ export class RowLockForm implements ClaimForm {
   readonly #isPlainClaim: boolean;
   /** perKey, taken in turn (MySQL, MariaDB): the last key whose slot this form took. */
   #lastKeyTaken = '';
+  /** Where settlements ask for a claim to chain after their commit; undefined when this form chains none. */
+  #chains: ChainedClaimSource | undefined;
 
   constructor(context: FormContext) {
     this.#context = context;
@@ -102,7 +104,7 @@ export class RowLockForm implements ClaimForm {
    * `ClaimTransaction` that settles the rows and commits. Taking nothing ends it here.
    */
   claim(limit: number, now: Date): Promise<HeldRow[]> {
-    const { driver, spec, group, transactional, subscription } = this.#context;
+    const { driver, spec, group, transactional } = this.#context;
     const statements = this.#statements;
     return withConnection(driver, async (connection, keep) => {
       const run = (statement: Statement, values: ParamValues = {}) => connection.execute(bindStatement(statement, values));
@@ -151,9 +153,64 @@ export class RowLockForm implements ClaimForm {
       }
       if (transactional) await run(statements.savepoint);
       keep();
-      const transaction = new ClaimTransaction({ statements, connection, rowCount: rows.length, subscription, transactional });
-      return claimed.map((row) => transaction.hold(row));
+      return this.#hold(connection, claimed);
     });
+  }
+
+  /**
+   * A plain claim of one row per message, where nothing runs between BEGIN and the claim, can be
+   * chained after a settlement's COMMIT (claim-transaction.ts). Measured on PostgreSQL with 16
+   * workers: each of a message's two round trips is a write to the socket, and those writes were
+   * 10.4 of the 17.8 seconds the benchmark process spent on the CPU draining 40,000 rows.
+   */
+  chainClaimsThrough(source: ChainedClaimSource): void {
+    if (this.#isPlainClaim && !this.#context.transactional && this.#service?.fetch === undefined) this.#chains = source;
+  }
+
+  /** The rows of a claim on `connection`, held by one claim transaction that settles and commits them. */
+  #hold(connection: Connection, claimed: ClaimedRow[]): HeldRow[] {
+    const { subscription, transactional } = this.#context;
+    const transaction = new ClaimTransaction({
+      statements: this.#statements,
+      connection,
+      rowCount: claimed.length,
+      subscription,
+      transactional,
+      chainClaim: this.#chains === undefined ? undefined : this.#chainedClaimRun,
+    });
+    return claimed.map((row) => transaction.hold(row));
+  }
+
+  readonly #chainedClaimRun = (): ChainedClaimRun | undefined => {
+    const source = this.#chains!;
+    const claim = source.chainClaim();
+    if (claim === undefined) return undefined;
+    const values = { group: this.#context.group, now: source.now(), limit: 1 };
+    return {
+      statements: [...this.#begin, bindStatement(this.#statements.claim, values)],
+      claimed: (connection, rows) => this.#tookChained(connection, rows, claim),
+      failed: (error) => claim.failed(error),
+      abandoned: () => claim.abandoned(),
+    };
+  };
+
+  /** A chained claim's answer: its row held as any claim's, or its empty transaction ended. */
+  async #tookChained(connection: Connection, rows: Record<string, unknown>[], claim: ChainedClaim): Promise<void> {
+    let held: HeldRow[];
+    try {
+      if (rows.length === 0) {
+        await connection.execute(bindStatement(this.#statements.commit, {}));
+        connection.release();
+        claim.tookNothing();
+        return;
+      }
+      held = this.#hold(connection, rows.map((row) => readClaimedRow(this.#context.spec, row, false)));
+    } catch (error) {
+      connection.destroy();
+      claim.failed(error);
+      return;
+    }
+    await claim.tookRows(held);
   }
 
   close(): void {}

@@ -50,6 +50,11 @@ export interface Connection {
    * runs the statements of a connection without it one after another.
    */
   executeAll?(statements: readonly BoundStatement[]): Promise<QueryResult[]>;
+  /**
+   * As `executeAll` where the client pipelines, with each statement's own result: a later
+   * statement's failure leaves the ones before it answered. Present only where `executeAll` is.
+   */
+  executeEach?(statements: readonly BoundStatement[]): Promise<QueryResult>[];
   /** Checks that a statement is valid on the server without running it. */
   prepare(statement: BoundStatement): Promise<void>;
   /** Returns the connection to the pool: its session state must be clean (no open transaction). */

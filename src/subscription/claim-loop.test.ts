@@ -43,6 +43,7 @@ interface TestDeliveries {
   /** After the loop heard that a worker finished. */
   readonly afterIdle?: () => void;
   readonly isSingleClaim?: boolean;
+  readonly budget?: PoolBudget;
 }
 
 function createLoop(
@@ -71,7 +72,7 @@ function createLoop(
     isBatch: false,
     pollIntervalMs: 60_000,
     poolStats: quietPool,
-    budget: new PoolBudget(quietPool),
+    budget: deliveries.budget ?? new PoolBudget(quietPool),
     claim: claims.claim,
     onClaimError,
     contentionOf: (error) => {
@@ -168,6 +169,87 @@ describe('ClaimLoop', () => {
     claims.pending[2]!.resolve([]);
     expect(await signals.waiting.next({ what: 'the wait after an empty claim' })).toBeGreaterThan(0);
     expect(claims.pending).toHaveLength(3);
+    await loop.stop();
+  });
+
+  it('chains a claim for a worker about to finish: its row waits for that worker, and an empty one leaves the loop waiting', async () => {
+    const claims = new ScriptedClaims();
+    const deliveries: Deferred<void>[] = [];
+    const started = [createDeferred<void>(), createDeferred<void>()];
+    const idle = [createDeferred<void>(), createDeferred<void>()];
+    let idleCount = 0;
+    const signals = new ClaimLoopSignals();
+    const loop = createLoop(claims, 1, undefined, signals, undefined, undefined, {
+      run: () => {
+        const delivery = createDeferred<void>();
+        deliveries.push(delivery);
+        started[deliveries.length - 1]?.resolve();
+        return delivery.promise;
+      },
+      afterIdle: () => idle[idleCount++]?.resolve(),
+    });
+    signals.waiting.turnOn();
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([heldRow('a')]);
+    await started[0]!.promise;
+
+    // The settlement of "a" runs a claim in its round trip; its row waits for the worker.
+    const chained = loop.chainClaim()!;
+    await chained.tookRows([heldRow('b')]);
+    expect(loop.counters.claims).toBe(2);
+    expect(loop.chainClaim()).toBeUndefined();
+    deliveries[0]!.resolve();
+    await idle[0]!.promise;
+    await started[1]!.promise;
+    expect(claims.pending).toHaveLength(1);
+
+    // The settlement of "b" chains a claim that takes nothing: the queue is empty as of that
+    // commit, so the worker going idle does not end the wait.
+    const empty = loop.chainClaim()!;
+    empty.tookNothing();
+    expect(await signals.waiting.next({ what: 'the wait after the chained empty claim' })).toBeGreaterThan(0);
+    deliveries[1]!.resolve();
+    await idle[1]!.promise;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(claims.pending).toHaveLength(1);
+    expect(loop.counters.emptyClaims).toBe(1);
+    // Probing after the empty claim: no chain until a claim takes rows again (WP-6).
+    expect(loop.chainClaim()).toBeUndefined();
+    loop.wake();
+    await claims.started(2);
+    claims.pending[1]!.resolve([]);
+    await loop.stop();
+    expect(loop.chainClaim()).toBeUndefined();
+  });
+
+  it('WP-4: chains no claim while another subscription on the pool waits for a connection', async () => {
+    const claims = new ScriptedClaims();
+    const budget = new PoolBudget(quietPool);
+    const loop = createLoop(claims, 2, undefined, undefined, undefined, undefined, { budget });
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([heldRow('a')]);
+    await claims.started(2);
+    claims.pending[1]!.resolve([heldRow('b')]);
+    expect(loop.chainClaim()).toBeDefined();
+    // A subscription on the same pool that finds the budget used up waits in line.
+    const waiting = { connectionsHeld: 0, pump: () => undefined };
+    budget.join(waiting);
+    while (budget.mayTake(waiting)) waiting.connectionsHeld += 1;
+    expect(loop.chainClaim()).toBeUndefined();
+    await loop.stop();
+  });
+
+  it('chains no claim on a table that claims one at a time (WP-7)', async () => {
+    const claims = new ScriptedClaims();
+    const loop = createLoop(claims, 2, undefined, undefined, undefined, undefined, { isSingleClaim: true });
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([heldRow('a')]);
+    await claims.started(2);
+    expect(loop.chainClaim()).toBeUndefined();
+    claims.pending[1]!.resolve([]);
     await loop.stop();
   });
 

@@ -1,4 +1,4 @@
-import type { HeldRow } from '../claim/claim-form.js';
+import type { ChainedClaim, HeldRow } from '../claim/claim-form.js';
 import type { Contention } from '../claim/contention.js';
 import type { PoolStats } from '../driver/driver.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
@@ -180,6 +180,11 @@ export class ClaimLoop {
   /** Empty waits since a claim last took rows, which shortens them; undefined before any took rows. */
   #emptyWaits: number | undefined;
   #isStopping = false;
+  /**
+   * Workers whose own settlement ran a chained claim that took nothing: that claim read the
+   * table after the settlement committed, so the worker going idle does not end the empty wait.
+   */
+  #idleSeenByChainedClaim = 0;
   /** This loop as its pool's budget sees it. */
   readonly #member: BudgetMember;
   readonly #signals: ClaimLoopSignals;
@@ -230,7 +235,8 @@ export class ClaimLoop {
    * (`isOneInWork`): waiting out the quick poll after such a claim held the drain to 155 msg/s.
    */
   onWorkerIdle(): void {
-    if (this.#isWaiting && !this.#isBackingOff) this.#wake.wake();
+    if (this.#idleSeenByChainedClaim > 0) this.#idleSeenByChainedClaim -= 1;
+    else if (this.#isWaiting && !this.#isBackingOff) this.#wake.wake();
     else if (this.#claimsRunning > 0) this.#settledDuringClaim = true;
     this.#options.budget.released();
     this.#pump();
@@ -248,6 +254,65 @@ export class ClaimLoop {
     const waiting = this.#options.dispatcher.takeWaiting().flat();
     await Promise.allSettled(waiting.map((row) => this.#options.handBack(row)));
     this.#signals.handedBackAtStop.emit(waiting.length);
+  }
+
+  /**
+   * A claim for the worker whose delivery is about to commit its settlement, run on that
+   * delivery's connection right after the COMMIT, in the same round trip: a message of the row
+   * lock form is then one round trip, not two (its settlement and COMMIT, then BEGIN and claim).
+   * Undefined when the loop would not start that claim now, or claims another way: while it
+   * probes after an empty claim (WP-6), claims one at a time (WP-7), claims many rows at a time,
+   * prefetches, keeps one row of a FIFO group in work, has a rate, is paused, waits or stops, or
+   * when a unit already waits for a worker (WP-9), or another subscription on the pool waits for a
+   * connection, which this one would otherwise keep (WP-4). The claim holds no connection of its
+   * own: it runs on the one the delivery holds, so it is not counted as a claim running.
+   */
+  chainClaim(): ChainedClaim | undefined {
+    const { dispatcher, isSingleClaim, prefetchRows, isBatch, rowsPerClaim, pause, rate, budget } = this.#options;
+    const isPlain = !isSingleClaim && prefetchRows === 0 && !isBatch && rowsPerClaim === 1 && this.#options.isOneInWork !== true && rate === undefined;
+    if (!isPlain || this.#isStopping || this.#isWaiting || this.#isProbing || dispatcher.waiting > 0) return undefined;
+    if (budget.hasOthersWaiting(this.#member)) return undefined;
+    if (pause !== undefined && pause.isPaused() !== false) return undefined;
+    this.#signals.claimStarted.emit();
+    return {
+      tookRows: async (rows) => {
+        this.counters.claims += 1;
+        if (this.#isStopping) {
+          await Promise.allSettled(rows.map((row) => this.#options.handBack(row)));
+          return;
+        }
+        // Offered while the delivery that ran the claim is still in work: the unit waits for that
+        // worker, which takes it as soon as its settlement returns.
+        this.#tookRows(rows);
+      },
+      tookNothing: () => {
+        this.counters.claims += 1;
+        this.counters.emptyClaims += 1;
+        this.#isProbing = true;
+        this.#idleSeenByChainedClaim += 1;
+        this.#signals.claimCameBackEmpty.emit();
+        this.#waitIfNoClaimRuns('empty');
+      },
+      failed: (error) => {
+        this.counters.claims += 1;
+        this.#isProbing = true;
+        if (this.#options.contentionOf(error) !== undefined) {
+          this.counters.claimsGaveWay += 1;
+          this.#signals.claimGaveWay.emit(error);
+          return;
+        }
+        this.counters.failedClaims += 1;
+        this.#options.onClaimError(error);
+        this.#signals.claimFailed.emit(error);
+        this.#waitIfNoClaimRuns('failed');
+      },
+      abandoned: () => undefined,
+    };
+  }
+
+  /** After a chained claim, as after the last claim in flight: the wait, unless another claim runs and decides. */
+  #waitIfNoClaimRuns(result: 'empty' | 'failed'): void {
+    if (this.#claimsRunning === 0 && !this.#isWaiting && !this.#isStopping) void this.#waitThenPump(result);
   }
 
   #pump(): void {
@@ -314,7 +379,7 @@ export class ClaimLoop {
   }
 
   async #runClaim(): Promise<ClaimResult> {
-    const { claim, dispatcher, isBatch, rowsPerClaim } = this.#options;
+    const { claim, rowsPerClaim } = this.#options;
     let rows: HeldRow[];
     // Every claim waits for a turn of the event loop first. On SQLite every statement answers
     // synchronously, so without it a drain of 20,000 rows ran as one chain of promises: no timer,
@@ -390,13 +455,17 @@ export class ClaimLoop {
       this.#signals.claimCameBackEmpty.emit();
       return 'empty';
     }
+    this.#tookRows(rows);
+    this.#noteConnections();
+    return 'took rows';
+  }
+
+  #tookRows(rows: HeldRow[]): void {
     this.#isProbing = false;
     this.#emptyWaits = 0;
-    const units: DeliveryUnit[] = isBatch ? [rows] : rows.map((row) => [row]);
-    for (const unit of units) dispatcher.offer(unit);
-    this.#noteConnections();
+    const units: DeliveryUnit[] = this.#options.isBatch ? [rows] : rows.map((row) => [row]);
+    for (const unit of units) this.#options.dispatcher.offer(unit);
     this.#signals.claimTookRows.emit(rows.length);
-    return 'took rows';
   }
 
   /**

@@ -52,6 +52,21 @@ describe('PoolBudget', () => {
     expect([first.connectionsHeld, second.connectionsHeld]).toEqual([2, 1]);
   });
 
+  it('WP-4: a subscription that holds the pool sees another waiting, so it keeps no connection for a claim of its own', () => {
+    const budget = new PoolBudget(poolOf(4));
+    const first = new Member(budget, 3);
+    first.pump();
+    expect(budget.hasOthersWaiting(first)).toBe(false);
+    const second = new Member(budget, 2);
+    second.pump();
+    expect(second.connectionsHeld).toBe(0);
+    expect(budget.hasOthersWaiting(first)).toBe(true);
+    expect(budget.hasOthersWaiting(second)).toBe(false);
+    second.wants = 0;
+    second.pump();
+    expect(budget.hasOthersWaiting(first)).toBe(false);
+  });
+
   it('WP-2: the connection kept for lease renewals is not the claims\' to take', () => {
     expect(new PoolBudget(poolOf(4, 1)).limit).toBe(2);
     expect(new PoolBudget(poolOf(1)).limit).toBe(1);

@@ -75,6 +75,14 @@ export class PoolBudget {
     return false;
   }
 
+  /**
+   * Whether another member waits in line: then a connection `member` would keep for a claim of
+   * its own (a claim chained after a settlement) must come back to the pool for them instead.
+   */
+  hasOthersWaiting(member: BudgetMember): boolean {
+    return this.#waiting.some((other) => other !== member);
+  }
+
   /** The member wants no connection now (no idle worker, stopping): it leaves the line. */
   withdraw(member: BudgetMember): void {
     const place = this.#waiting.indexOf(member);

@@ -331,6 +331,11 @@ export class Subscription {
         takeEmptyWaitCapMs: () => this.#rate?.takeEmptyWaitCapMs(clock.now().getTime()),
       },
     });
+    // A chained claim runs inside a settlement's round trip: it has no span of its own to trace.
+    if (observer.tracing === undefined) {
+      const loop = this.#loop;
+      form.chainClaimsThrough?.({ chainClaim: () => loop.chainClaim(), now: () => clock.now() });
+    }
   }
 
   start(): void {

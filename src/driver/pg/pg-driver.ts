@@ -395,10 +395,19 @@ class PgConnection implements LentSession {
    */
   executeAll(statements: readonly BoundStatement[]): Promise<QueryResult[]> {
     if (this.#client.pipeline !== true) return executeInTurn(this, statements);
+    return Promise.all(this.#writeAll(statements));
+  }
+
+  get executeEach(): ((statements: readonly BoundStatement[]) => Promise<QueryResult>[]) | undefined {
+    return this.#client.pipeline === true ? (statements) => this.#writeAll(statements) : undefined;
+  }
+
+  /** Every statement written to the socket at once, corked: one write, one round trip. */
+  #writeAll(statements: readonly BoundStatement[]): Promise<QueryResult>[] {
     const socket = this.#client.connection?.stream;
     socket?.cork?.();
     try {
-      return Promise.all(statements.map((statement) => this.run(statement)));
+      return statements.map((statement) => this.run(statement));
     } finally {
       socket?.uncork?.();
     }
