@@ -115,11 +115,13 @@ function batchSelect(spec: TableSpec, selected: SqlText): SqlText {
 /**
  * The name's first unprocessed records, read without locks: committed records only, so a service's
  * insert still in its transaction is not among them. A batch is the locked records up to the first
- * of these that the locking read skipped. MariaDB's locking reads lock each row they scan and let
- * go of the ones that do not match, so one relay's claim of another name held a record for an
- * instant, and the batch took the records behind it: CI saw records 48, 51 and 54 of a name sent
- * before 39, 42 and 45. On PostgreSQL only a lock from outside the relay does that (a service's
- * `SELECT ... FOR UPDATE`, or a foreign key check from a row that references the record).
+ * of these that the locking read skipped. On MariaDB a claim skipped committed records that no
+ * claim held and none had in work, and took the records behind them: CI saw records 48, 51 and 54
+ * of a name sent before 39, 42 and 45, and a trace of the claims showed the skip. InnoDB's locking
+ * reads and updates lock each row they scan and let go of the ones that do not match, so another
+ * statement of the relay on the same table can hold a record for an instant. On PostgreSQL only a
+ * lock from outside the relay does that (a service's `SELECT ... FOR UPDATE`, or a foreign key
+ * check from a row that references the record).
  */
 function firstRecords(spec: TableSpec, selected: SqlText): SqlText {
   return sql`SELECT ${selected} FROM ${tableOf(spec)}${whereAll(unfinishedRowsOfGroup(spec))} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')}`;
