@@ -172,7 +172,7 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
-  it('chains a claim for a worker about to finish: its row waits for that worker, and an empty one leaves the loop waiting', async () => {
+  it('WP-1: chains a claim for a worker about to finish: its row waits for that worker, and an empty one leaves the loop waiting', async () => {
     const claims = new ScriptedClaims();
     const deliveries: Deferred<void>[] = [];
     const started = [createDeferred<void>(), createDeferred<void>()];
@@ -241,7 +241,7 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
-  it('chains no claim on a table that claims one at a time (WP-7)', async () => {
+  it('WP-7: chains no claim on a table that claims one at a time', async () => {
     const claims = new ScriptedClaims();
     const loop = createLoop(claims, 2, undefined, undefined, undefined, undefined, { isSingleClaim: true });
     loop.start();
