@@ -7,7 +7,7 @@ import {
   type SubscriptionStats,
   type TableDeclaration,
 } from '../../src/index.js';
-import { createDeferred } from '../../src/internal/deferred.js';
+import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
 import {
   Collector,
   countRows,
@@ -105,13 +105,7 @@ export function fifoSuite(context: SuiteContext): void {
         await createTable(stand, context.db, table);
         const brokers = [createBroker(context.db, context.brokers), createBroker(context.db, context.brokers)];
         const work = new GroupWork();
-        const headStarted = createDeferred();
-        const releaseHead = createDeferred();
-        const handleA = work.handler('a', async (message) => {
-          if (message.payload !== 1) return;
-          headStarted.resolve();
-          await releaseHead.promise;
-        });
+        const { handle: handleA, headStarted, releaseHead } = work.holdingHead('a');
         let holder = -1;
         brokers.forEach((broker, index) =>
           broker.subscribe(
@@ -283,6 +277,18 @@ class GroupWork {
   startedIn(group: string): unknown[] {
     return this.#started.get(group) ?? [];
   }
+
+  /** A handler for `group` that holds row 1 (its head) in work until `releaseHead`, and lets the others through. */
+  holdingHead(group: string): { handle: (message: Message<number>) => Promise<void>; headStarted: Deferred<void>; releaseHead: Deferred<void> } {
+    const headStarted = createDeferred();
+    const releaseHead = createDeferred();
+    const handle = this.handler(group, async (message) => {
+      if (message.payload !== 1) return;
+      headStarted.resolve();
+      await releaseHead.promise;
+    });
+    return { handle, headStarted, releaseHead };
+  }
 }
 
 function numbered(count: number): { payload: number }[] {
@@ -359,13 +365,7 @@ async function expectRowAheadOfHeadInWorkWaits(
   const queue = table.queue<number>('a');
   const broker = createBroker(context.db, context.brokers);
   const work = new GroupWork();
-  const headStarted = createDeferred();
-  const releaseHead = createDeferred();
-  const handle = work.handler('a', async (message) => {
-    if (message.payload !== 1) return;
-    headStarted.resolve();
-    await releaseHead.promise;
-  });
+  const { handle, headStarted, releaseHead } = work.holdingHead('a');
   broker.subscribe(queue, handle, { workers: 4 });
   await broker.start();
   await steps.afterStart?.();

@@ -139,54 +139,44 @@ export class ClaimTransaction {
       return;
     }
     const isLast = this.#open === 1 && this.#finished.length === 0;
-    let chained: { readonly run: ChainedClaimRun; readonly answers: Promise<QueryResult>[] } | undefined;
+    const chain = isLast ? this.#chainedClaim() : undefined;
+    let chainAnswers: Promise<QueryResult>[] = [];
     try {
       if (!commitsHandlerWrites(settlement)) await this.#rollBackHandlerWrites();
       this.#handlerTransaction?.endLoan();
       const own = statements.serviceSettlements?.[settlementStatementNameOf(settlement)];
       const settles = (own ?? statements.settlements[settlement.kind]).map((statement) => bindStatement(statement, values));
       const committing = isLast ? [...settles, bindStatement(statements.commit, {})] : settles;
-      const chain = isLast ? this.#chainedClaim() : undefined;
       if (chain === undefined) {
         // The last settlement goes with the COMMIT, in one round trip where the driver pipelines;
         // a failed statement aborts the transaction, and a COMMIT after it then rolls back.
         await executeAll(connection, committing);
       } else {
-        const each = connection.executeEach!([...committing, ...chain.run.statements]);
-        const answers = each.slice(committing.length);
+        const each = connection.executeEach!([...committing, ...chain.statements]);
+        chainAnswers = each.slice(committing.length);
         // Each answer is awaited or caught: the claim's may reject after the settlement's did.
-        for (const answer of answers) answer.catch(() => undefined);
-        try {
-          await Promise.all(each.slice(0, committing.length));
-        } catch (error) {
-          chain.run.abandoned();
-          throw error;
-        }
-        chained = { run: chain.run, answers };
+        for (const answer of chainAnswers) answer.catch(() => undefined);
+        await Promise.all(each.slice(0, committing.length));
       }
     } catch (error) {
+      chain?.abandoned();
       this.#fail(error);
       throw error;
     }
-    if (chained !== undefined) {
-      this.#open = 0;
-      await this.#endInto(chained.run, chained.answers);
-      return;
-    }
     if (isLast) {
       this.#open = 0;
-      this.#end();
+      if (chain === undefined) this.#end();
+      else await this.#endInto(chain, chainAnswers);
       return;
     }
     await this.#finishRow();
   }
 
   /** The claim to chain after this one-row claim's commit, where the client pipelines. */
-  #chainedClaim(): { readonly run: ChainedClaimRun } | undefined {
+  #chainedClaim(): ChainedClaimRun | undefined {
     const { connection, rowCount, transactional, chainClaim } = this.#options;
     if (chainClaim === undefined || rowCount !== 1 || transactional || connection.executeEach === undefined) return undefined;
-    const run = chainClaim();
-    return run === undefined ? undefined : { run };
+    return chainClaim();
   }
 
   /**
