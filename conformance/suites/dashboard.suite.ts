@@ -186,6 +186,18 @@ export function dashboardSuite(context: SuiteContext): void {
       expect(await countRows(db, 'jobs', "queue = 'emails'")).toBe(7);
     });
 
+    it('keeps its buttons through refreshes that change nothing, so a click is never lost to a redraw', async () => {
+      const { page } = browser;
+      await page.goto(withActions.url);
+      const card = '[data-dead-table="jobs"]';
+      await page.locator(`${card} tr[data-dead-id]`).nth(1).waitFor();
+      const button = await page.locator(`${card} tr[data-dead-id] button[data-action="requeue"]`).first().elementHandle();
+      // Two more reads of the dead letters, each drawn (or not) before the next one begins.
+      for (const _read of [1, 2]) await page.waitForResponse((response) => response.url().endsWith('/api/dead-letters'));
+      await page.locator('#status[data-state="live"]').waitFor();
+      expect(await button!.evaluate((node) => node.isConnected)).toBe(true);
+    });
+
     it('pauses and resumes a queue from the page with --allow-actions; the read-only page offers no control', async () => {
       const { page } = browser;
       const row = '[data-table="jobs"] tr[data-queue="emails"]';

@@ -61,6 +61,8 @@ const latestGroups = new Map<string, readonly string[]>();
 const chosenGroups = new Map<string, string>();
 let noticeTimer: number | undefined;
 let refreshing = false;
+/** Per section of the page, what it was last drawn from (as JSON). */
+const drawnFrom = new Map<string, string>();
 
 function el<Tag extends keyof HTMLElementTagNameMap>(tag: Tag, attributes: Attributes = null, children?: Children): HTMLElementTagNameMap[Tag] {
   const node = document.createElement(tag);
@@ -645,17 +647,30 @@ async function refresh(config: DashboardConfig): Promise<void> {
       getJson<BrokersBody>('/api/brokers'),
       getJson<SchedulesBody>('/api/schedules'),
     ]);
-    renderQueues(queues, config);
-    renderThroughput(throughput);
-    renderDeadLetters(deadLetters, config);
-    renderBrokers(brokers);
-    renderSchedules(schedules);
+    redrawOnChange('queues', queues, () => renderQueues(queues, config));
+    redrawOnChange('throughput', throughput, () => renderThroughput(throughput));
+    // The dead-letter card suggests the groups the queue read found.
+    redrawOnChange('deadLetters', [deadLetters, [...latestGroups]], () => renderDeadLetters(deadLetters, config));
+    redrawOnChange('brokers', brokers, () => renderBrokers(brokers));
+    redrawOnChange('schedules', schedules, () => renderSchedules(schedules));
     setStatus('live', `updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     setStatus('failed', messageOf(error));
   } finally {
     refreshing = false;
   }
+}
+
+/**
+ * Draws a section again only when what it is drawn from changed. A redraw replaces its buttons
+ * and inputs: a click whose press and release fell either side of one was lost (the release
+ * landed on the new button, so no click reached either), and typing lost its focus.
+ */
+function redrawOnChange(section: string, input: unknown, draw: () => void): void {
+  const json = JSON.stringify(input);
+  if (drawnFrom.get(section) === json) return;
+  draw();
+  drawnFrom.set(section, json);
 }
 
 async function poll(config: DashboardConfig): Promise<void> {
