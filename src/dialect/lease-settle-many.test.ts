@@ -44,11 +44,11 @@ function render(dialect: ReturnType<typeof createDialect>, table: FixtureTable, 
 }
 
 const PG_SETTLED =
-  'tablequeue_settled AS (SELECT "id" AS tablequeue_id, "locked_until" AS tablequeue_held FROM json_populate_recordset(NULL::"jobs", (SELECT json_agg(json_build_object(\'id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held))))';
+  'tablequeue_settled AS (SELECT * FROM unnest(COALESCE($1, ARRAY[(NULL::"jobs")."id"]), COALESCE($2, ARRAY[(NULL::"jobs")."locked_until"])) AS tablequeue_pair(tablequeue_id, tablequeue_held))';
 const PG_MATCHES =
   'tablequeue_row."id" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held';
 const PG_EVERY_ROLE_SETTLED =
-  'tablequeue_settled AS (SELECT "job_id" AS tablequeue_id, "locked_until" AS tablequeue_held FROM json_populate_recordset(NULL::"email_jobs", (SELECT json_agg(json_build_object(\'job_id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held))))';
+  'tablequeue_settled AS (SELECT * FROM unnest(COALESCE($1, ARRAY[(NULL::"email_jobs")."job_id"]), COALESCE($2, ARRAY[(NULL::"email_jobs")."locked_until"])) AS tablequeue_pair(tablequeue_id, tablequeue_held))';
 const PG_EVERY_ROLE_MATCHES =
   'tablequeue_row."job_id" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."job_id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held';
 
@@ -91,7 +91,7 @@ describe('postgres lease.settleMany', () => {
       statement: {
         name: 'lease.settleMany.retryAfter',
         sql:
-          'WITH tablequeue_settled AS (SELECT "job_id" AS tablequeue_id, "locked_until" AS tablequeue_held, "retry_after" AS tablequeue_due FROM json_populate_recordset(NULL::"email_jobs", (SELECT json_agg(json_build_object(\'job_id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held, \'retry_after\', tablequeue_pair.due)) FROM unnest($1::text[], $2::text[], $3::text[]) AS tablequeue_pair(id, held, due)))) ' +
+          'WITH tablequeue_settled AS (SELECT * FROM unnest(COALESCE($1, ARRAY[(NULL::"email_jobs")."job_id"]), COALESCE($2, ARRAY[(NULL::"email_jobs")."locked_until"]), COALESCE($3, ARRAY[(NULL::"email_jobs")."retry_after"])) AS tablequeue_pair(tablequeue_id, tablequeue_held, tablequeue_due)) ' +
           `UPDATE "email_jobs" AS tablequeue_row SET "retry_after" = tablequeue_settled.tablequeue_due, "locked_until" = NULL FROM tablequeue_settled WHERE ${PG_EVERY_ROLE_MATCHES} RETURNING tablequeue_row."job_id"`,
         params: ['ids', 'helds', 'retryAfterAts'],
       },
@@ -111,7 +111,7 @@ describe('postgres lease.settleMany', () => {
       statement: {
         name: 'lease.settleMany.deadLetter',
         sql:
-          'WITH tablequeue_settled AS (SELECT "id" AS tablequeue_id, "locked_until" AS tablequeue_held FROM json_populate_recordset(NULL::"app"."jobs", (SELECT json_agg(json_build_object(\'id\', tablequeue_pair.id, \'locked_until\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held)))), ' +
+          'WITH tablequeue_settled AS (SELECT * FROM unnest(COALESCE($1, ARRAY[(NULL::"app"."jobs")."id"]), COALESCE($2, ARRAY[(NULL::"app"."jobs")."locked_until"])) AS tablequeue_pair(tablequeue_id, tablequeue_held)), ' +
           'tablequeue_moved AS (DELETE FROM "app"."jobs" AS tablequeue_row USING tablequeue_settled WHERE tablequeue_row."id" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."id" = tablequeue_settled.tablequeue_id AND tablequeue_row."locked_until" = tablequeue_settled.tablequeue_held RETURNING "id", "queue", "locked_until", "payload"), ' +
           'tablequeue_copied AS (INSERT INTO "app"."failed_jobs" ("id", "queue", "locked_until", "payload") SELECT "id", "queue", NULL, "payload" FROM tablequeue_moved) SELECT "id" FROM tablequeue_moved',
         params: ['ids', 'helds'],
@@ -124,7 +124,7 @@ describe('postgres lease.settleMany', () => {
     expect(shape).toMatchObject({
       statement: {
         sql:
-          'WITH tablequeue_settled AS (SELECT "select" AS tablequeue_id, "where" AS tablequeue_held FROM json_populate_recordset(NULL::"user"."order", (SELECT json_agg(json_build_object(\'select\', tablequeue_pair.id, \'where\', tablequeue_pair.held)) FROM unnest($1::text[], $2::text[]) AS tablequeue_pair(id, held)))) ' +
+          'WITH tablequeue_settled AS (SELECT * FROM unnest(COALESCE($1, ARRAY[(NULL::"user"."order")."select"]), COALESCE($2, ARRAY[(NULL::"user"."order")."where"])) AS tablequeue_pair(tablequeue_id, tablequeue_held)) ' +
           'UPDATE "user"."order" AS tablequeue_row SET "where" = NULL FROM tablequeue_settled WHERE tablequeue_row."select" = ANY(ARRAY(SELECT tablequeue_id FROM tablequeue_settled)) AND tablequeue_row."select" = tablequeue_settled.tablequeue_id AND tablequeue_row."where" = tablequeue_settled.tablequeue_held RETURNING tablequeue_row."select"',
       },
     });
