@@ -17,8 +17,9 @@ How throughput and the claim statement's time move as the work grows, tablequeue
 its defaults, with prefetch 500, and with a batch handler of 100) against the peers (graphile-
 worker at its defaults and with its local queue, pg-boss in batch mode, plainjob), each point
 once on a fresh database whose table is filled on the server side (INSERT … SELECT over a
-generated series), then drained by the contender for its first --first messages while a probe
-times the table's own claim statement four times a second (PostgreSQL: EXPLAIN ANALYZE BUFFERS).
+generated series), then drained by the contender for its first --first messages, timed; then
+tablequeue drains as many again while a probe times the table's own claim statement four times a
+second (PostgreSQL: EXPLAIN ANALYZE BUFFERS).
 
 Parts (--parts):
   drain     backlogs of due rows (--backlogs)

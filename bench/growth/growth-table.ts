@@ -122,6 +122,11 @@ function settleStatements(database: BenchDatabaseName, table: string): string[] 
   }
 }
 
+/** Drops the table, so that `fillGrowthTable` can fill it again. */
+export async function dropGrowthTable(database: BenchDatabase, table: QueueTable): Promise<void> {
+  await withDriver(database, (driver) => runSql(driver, `DROP TABLE ${table.spec.qualifiedName}`));
+}
+
 /** Rows in the table: the backlog left after a partial drain, or the check of a fill. */
 export async function countRows(database: BenchDatabase, table: QueueTable): Promise<number> {
   return withDriver(database, async (driver) => {
