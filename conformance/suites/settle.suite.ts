@@ -31,6 +31,28 @@ export function settleSuite(context: SuiteContext): void {
         expect(await countRows(context.db, 'jobs')).toBe(0);
       });
 
+      it('reads a payload column of the JSON type as the JSON it holds (PostgreSQL json, MySQL/MariaDB JSON)', async (test) => {
+        if (stand.kind === 'sqlite') test.skip();
+        const table = jobsTable({ form });
+        await createTable(stand, context.db, table);
+        await context.db.exec(
+          stand.kind === 'postgres' ? 'ALTER TABLE jobs ALTER COLUMN payload TYPE json USING convert_from(payload, \'UTF8\')::json' : 'ALTER TABLE jobs MODIFY payload JSON NOT NULL',
+        );
+        const queue = table.queue<{ n: number; to: string[] }>('emails');
+        const broker = createBroker(context.db, context.brokers);
+        const seen = new Collector<Message<{ n: number; to: string[] }>>();
+        broker.subscribe(queue, (message) => {
+          seen.push(message);
+        });
+        await broker.start();
+        await broker.publishMany(queue, [1, 2, 3].map((n) => ({ payload: { n, to: [`a${n}@example.com`] } })));
+        const messages = await seen.waitFor(3);
+        await broker.stop();
+        expect(messages.map((message) => message.payload).sort((a, b) => a.n - b.n)).toEqual([1, 2, 3].map((n) => ({ n, to: [`a${n}@example.com`] })));
+        expect(broker.stats().subscriptions[0]!.decodeFailures).toBe(0);
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+      });
+
       it('acks by marking processed_at when the table has the column, and claims the row no more', async () => {
         const table = jobsTable({ form, mark: true });
         await createTable(stand, context.db, table);

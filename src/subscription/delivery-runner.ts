@@ -764,6 +764,9 @@ function toBuffer(value: unknown): Buffer {
   if (Buffer.isBuffer(value)) return value;
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   if (typeof value === 'string') return Buffer.from(value, 'utf8');
+  // A column of the database's JSON type, which the driver hands over parsed (pg for json, mysql2
+  // for MySQL's JSON): its JSON again. Refused as "not bytes", every such message was dropped.
+  if (typeof value === 'object' && value !== null) return Buffer.from(JSON.stringify(value), 'utf8');
   throw new DecodeError(`payload column holds ${value === null ? 'NULL' : typeof value}, not bytes`);
 }
 
