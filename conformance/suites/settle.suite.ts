@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { HandlerError, Outcome, QueueError, type Message } from '../../src/index.js';
-import { Collector, countRows, createBroker, createTable, formsOf, jobsTable } from '../fixtures.js';
+import { defineTable, HandlerError, Outcome, QueueError, type Message } from '../../src/index.js';
+import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 /** Publish, handle and settle: every outcome of the handler, in every form the stand runs. */
@@ -49,6 +49,29 @@ export function settleSuite(context: SuiteContext): void {
         const messages = await seen.waitFor(3);
         await broker.stop();
         expect(messages.map((message) => message.payload).sort((a, b) => a.n - b.n)).toEqual([1, 2, 3].map((n) => ({ n, to: [`a${n}@example.com`] })));
+        expect(broker.stats().subscriptions[0]!.decodeFailures).toBe(0);
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+      });
+
+      it('keeps payloads as JSON in a payload column declared { column, json: true } (jsonb, JSON, TEXT from createTableSql)', async () => {
+        const table = defineTable({ ...jobsDeclaration({ form }), payload: { column: 'payload', json: true } });
+        await createTable(stand, context.db, table);
+        const queue = table.queue<{ n: number; note: string }>('emails');
+        const broker = createBroker(context.db, context.brokers);
+        const seen = new Collector<Message<{ n: number; note: string }>>();
+        broker.subscribe(queue, (message) => {
+          seen.push(message);
+        });
+        await broker.start();
+        await broker.publish(queue, { n: 1, note: 'Ω "quoted" \\ back' });
+        await broker.publishMany(queue, [2, 3].map((n) => ({ payload: { n, note: `n${n}` } })));
+        await expect(broker.publish(queue, Buffer.from('not json') as never)).rejects.toThrow(/payload column holds JSON/);
+        const messages = await seen.waitFor(3);
+        await broker.stop();
+        const first = messages.find((message) => message.payload.n === 1)!;
+        expect(first.payload).toEqual({ n: 1, note: 'Ω "quoted" \\ back' });
+        expect(JSON.parse(first.raw!.toString('utf8'))).toEqual(first.payload);
+        expect(messages.map((message) => message.payload.n).sort()).toEqual([1, 2, 3]);
         expect(broker.stats().subscriptions[0]!.decodeFailures).toBe(0);
         expect(await countRows(context.db, 'jobs')).toBe(0);
       });

@@ -109,6 +109,24 @@ export function toStorableText(text: string): string {
 /** Bytes the default payload limit allows: under MySQL's and MariaDB's default 16 MiB packet. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
 
+/**
+ * The value bound into the payload column: the encoded bytes, or for a column of the JSON type
+ * (`payloadHolds: 'json'`) their text, which must then be UTF-8 JSON (a payload given as bytes may
+ * not be): the database would refuse it, or a JSON column would hand back other bytes.
+ */
+export function payloadColumnValue(encoded: Buffer, holds: 'bytes' | 'json', where: string): Buffer | string {
+  if (holds === 'bytes') return encoded;
+  let text: string;
+  try {
+    text = utf8.decode(encoded);
+    JSON.parse(text);
+  } catch {
+    throw new EncodeError(`${where}: the payload column holds JSON, and these payload bytes are not UTF-8 JSON; nothing was written`);
+  }
+  requireStorableText(text, 'the payload', where);
+  return text;
+}
+
 export function requirePayloadSize(payload: Buffer, maxBytes: number, where: string): Buffer {
   if (payload.byteLength > maxBytes) {
     throw new EncodeError(

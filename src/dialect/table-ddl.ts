@@ -19,6 +19,8 @@ export interface ColumnTypes {
   readonly lockedUntil: string;
   readonly headers: string;
   readonly payload: string;
+  /** The payload of `payload: { column, json: true }`: the database's JSON type. */
+  readonly jsonPayload: string;
   readonly dedupeKey: string;
   /** A column named only by the advisory key template. */
   readonly keyColumn: string;
@@ -38,7 +40,7 @@ export function columnDefinitions(spec: TableSpec, types: ColumnTypes): SqlText 
   add(spec.processedAt, types.processedAt);
   add(spec.lockedUntil, types.lockedUntil);
   add(spec.headers, types.headers);
-  add(spec.payload, types.payload);
+  add(spec.payload, spec.payloadHolds === 'json' ? types.jsonPayload : types.payload);
   add(spec.dedupeKey, types.dedupeKey);
   for (const part of spec.advisoryLock ?? []) {
     if ('column' in part && !definitions.some(([column]) => column === part.column)) {

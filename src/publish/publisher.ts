@@ -1,5 +1,5 @@
 import type { Queue } from '../definition/define-table.js';
-import { encodeHeaders, encodePayload, requirePayloadSize, requireStorableText } from '../delivery/codec.js';
+import { encodeHeaders, encodePayload, payloadColumnValue, requirePayloadSize, requireStorableText } from '../delivery/codec.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { NotifyStatements } from '../dialect/notify.js';
@@ -398,7 +398,10 @@ function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: Pu
   }
   if (spec.dedupeKey !== undefined) byColumn.set(spec.dedupeKey, key ?? null);
   const columns = insertColumns(spec);
-  if (spec.payload) byColumn.set(spec.payload, requirePayloadSize(encodePayload(payload, where), maxPayloadBytes, where));
+  if (spec.payload) {
+    const encoded = requirePayloadSize(encodePayload(payload, where), maxPayloadBytes, where);
+    byColumn.set(spec.payload, payloadColumnValue(encoded, spec.payloadHolds, where));
+  }
   else columns.push(...rowModeColumns(spec, payload, byColumn, where));
   const shape = `${columns.join(',')}${isDueAsDelay ? '\u0000due as delay' : ''}${key === undefined ? '' : '\u0000keyed'}`;
   return { key, columns, values: columns.map((column) => byColumn.get(column)), isDueAsDelay, shape };

@@ -1,5 +1,5 @@
 import type { Queue } from '../definition/define-table.js';
-import { encodeHeaders, encodePayload, requirePayloadSize } from '../delivery/codec.js';
+import { encodeHeaders, encodePayload, payloadColumnValue, requirePayloadSize } from '../delivery/codec.js';
 import { MAX_SCHEDULE_NAME_LENGTH } from '../dialect/schedule-statements.js';
 import { DeclarationError, EncodeError } from '../errors.js';
 import { millisecondsFromZero, positiveInteger, positiveMilliseconds } from '../option-checks.js';
@@ -109,7 +109,7 @@ export function resolveScheduleDeclaration(
   const payload = options.payload ?? null;
   asDeclarationError(() => {
     encodeHeaders(headers, where);
-    if (spec.payload !== undefined) requirePayloadSize(encodePayload(payload, where), context.maxPayloadBytes, where);
+    if (spec.payload !== undefined) payloadColumnValue(requirePayloadSize(encodePayload(payload, where), context.maxPayloadBytes, where), spec.payloadHolds, where);
   });
   if (Object.hasOwn(headers, SCHEDULED_AT_HEADER)) {
     throw new DeclarationError(`${where}: the ${SCHEDULED_AT_HEADER} header is each tick's own time; remove it from headers`);

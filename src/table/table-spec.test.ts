@@ -42,6 +42,15 @@ describe('createTableSpec', () => {
     expect(Object.isFrozen(spec)).toBe(true);
   });
 
+  it('takes a payload column of the JSON type as { column, json: true }, and a plain name as bytes', () => {
+    expect(createTableSpec({ table: 'jobs', id: 'id', payload: 'data' })).toMatchObject({ payload: 'data', payloadHolds: 'bytes' });
+    expect(createTableSpec({ table: 'jobs', id: 'id', payload: { column: 'data', json: true } })).toMatchObject({ payload: 'data', payloadHolds: 'json' });
+    expect(createTableSpec({ table: 'jobs', id: 'id', payload: { column: 'data' } })).toMatchObject({ payload: 'data', payloadHolds: 'bytes' });
+    expect(declarationError({ table: 'jobs', id: 'id', payload: { column: 'data', json: 'yes' } }).message).toMatch(/payload takes a column name or \{ column, json: true \}/);
+    expect(declarationError({ table: 'jobs', id: 'id', payload: { column: 'data', type: 'jsonb' } }).message).toMatch(/payload takes a column name/);
+    expect(declarationError({ table: 'jobs', id: 'id', payload: { json: true } }).message).toMatch(/payload column of table "jobs"/);
+  });
+
   it('parses an advisory key template into literal and column parts', () => {
     const spec = createTableSpec({ table: 'jobs', id: 'id', advisoryLock: 'jobs-{id}:{customer}' });
     expect(spec.form).toBe('advisory');

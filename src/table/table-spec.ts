@@ -38,6 +38,12 @@ export interface TableSpec {
   readonly headers: string | undefined;
   readonly payload: string | undefined;
   /**
+   * What the payload column holds: the payload's bytes (`bytea`, BLOB), or its JSON text in a
+   * column of the database's JSON type (`payload: { column, json: true }`), which takes text, not
+   * bytes: PostgreSQL's `jsonb` refuses bytes outright.
+   */
+  readonly payloadHolds: 'bytes' | 'json';
+  /**
    * Unique messages: the key a publish may give (`dedupeKey`), unique per group among the rows
    * that hold one. Settlements that keep a row (processedAt, dead letters) clear it.
    */
@@ -107,7 +113,8 @@ export interface TableDeclaration {
   lockedUntil?: string;
   advisoryLock?: string;
   headers?: string;
-  payload?: string;
+  /** The payload's column; `{ column, json: true }` for a column of the database's JSON type (PostgreSQL `jsonb` or `json`, MySQL `JSON`). */
+  payload?: string | { column: string; json?: boolean };
   dedupeKey?: string;
   isolation?: IsolationLevel;
   sqliteBegin?: SqliteBeginMode;
@@ -184,8 +191,10 @@ export function createTableSpec(declaration: TableDeclaration): TableSpec {
   const roles: Partial<Record<(typeof COLUMN_ROLES)[number], string>> = {};
   for (const role of COLUMN_ROLES) {
     const value = declaration[role];
-    if (value !== undefined) roles[role] = validateIdentifier(value, `${role} column of ${where}`);
+    const column = role === 'payload' && value !== null && typeof value === 'object' ? value.column : value;
+    if (value !== undefined) roles[role] = validateIdentifier(column, `${role} column of ${where}`);
   }
+  const payloadHolds = payloadHoldsOf(declaration.payload, where);
 
   if (roles.lockedUntil !== undefined && declaration.advisoryLock !== undefined) {
     throw new DeclarationError(
@@ -233,6 +242,7 @@ export function createTableSpec(declaration: TableDeclaration): TableSpec {
     advisoryLock,
     headers: roles.headers,
     payload: roles.payload,
+    payloadHolds,
     dedupeKey: roles.dedupeKey,
     isolation,
     sqliteBegin,
@@ -242,6 +252,16 @@ export function createTableSpec(declaration: TableDeclaration): TableSpec {
   };
   rejectSharedColumns(spec, where);
   return Object.freeze(spec);
+}
+
+/** `payload: { column, json }`: whether the column holds JSON text rather than bytes. */
+function payloadHoldsOf(payload: TableDeclaration['payload'], where: string): TableSpec['payloadHolds'] {
+  if (payload === null || typeof payload !== 'object') return 'bytes';
+  const unknown = Object.keys(payload).filter((key) => key !== 'column' && key !== 'json');
+  if (unknown.length > 0 || (payload.json !== undefined && typeof payload.json !== 'boolean')) {
+    throw new DeclarationError(`${where}: payload takes a column name or { column, json: true }, not ${JSON.stringify(payload)}`);
+  }
+  return payload.json === true ? 'json' : 'bytes';
 }
 
 /** Parses `jobs-{id}` into literal and column parts; a template must name at least one column. */

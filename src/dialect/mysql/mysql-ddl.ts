@@ -33,6 +33,7 @@ function columnTypes(options: { mariadb: boolean }): ColumnTypes {
     lockedUntil: 'DATETIME NULL',
     headers: 'JSON NULL',
     payload: 'LONGBLOB NOT NULL',
+    jsonPayload: 'JSON NOT NULL',
     dedupeKey: `VARCHAR(255) ${exactText} NULL`,
     keyColumn: 'TEXT NULL',
   };

@@ -16,6 +16,7 @@ const POSTGRES_COLUMN_TYPES: ColumnTypes = {
   lockedUntil: 'TIMESTAMPTZ NULL',
   headers: 'JSONB NULL',
   payload: 'BYTEA NOT NULL',
+  jsonPayload: 'JSONB NOT NULL',
   dedupeKey: 'TEXT NULL',
   keyColumn: 'TEXT NULL',
 };

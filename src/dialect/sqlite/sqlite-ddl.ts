@@ -20,6 +20,7 @@ const SQLITE_COLUMN_TYPES: ColumnTypes = {
   lockedUntil: 'TEXT',
   headers: 'TEXT',
   payload: 'BLOB NOT NULL',
+  jsonPayload: 'TEXT NOT NULL',
   dedupeKey: 'TEXT',
   keyColumn: 'TEXT',
 };
