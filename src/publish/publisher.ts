@@ -401,8 +401,9 @@ function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: Pu
   if (spec.payload) {
     const encoded = requirePayloadSize(encodePayload(payload, where), maxPayloadBytes, where);
     byColumn.set(spec.payload, payloadColumnValue(encoded, spec.payloadHolds, where));
+  } else {
+    columns.push(...rowModeColumns(spec, payload, byColumn, where));
   }
-  else columns.push(...rowModeColumns(spec, payload, byColumn, where));
   const shape = `${columns.join(',')}${isDueAsDelay ? '\u0000due as delay' : ''}${key === undefined ? '' : '\u0000keyed'}`;
   return { key, columns, values: columns.map((column) => byColumn.get(column)), isDueAsDelay, shape };
 }
