@@ -370,8 +370,7 @@ interface Destination {
   readonly text: string;
 }
 
-/** False when the operator is typing in the section, which is then left as it is. */
-function renderDeadLetters(body: DeadLettersBody, config: DashboardConfig): boolean {
+function renderDeadLetters(body: DeadLettersBody, config: DashboardConfig): void {
   const allowed = config.allowActions;
   const readOnlyTitle = 'read-only: start the dashboard with --allow-actions';
   const cards = body.tables.map((table) => {
@@ -480,9 +479,8 @@ function renderDeadLetters(body: DeadLettersBody, config: DashboardConfig): bool
   });
   // Rebuilding the section would take the text field from under the operator's cursor.
   const focused = document.activeElement;
-  if (focused instanceof HTMLInputElement && byId('dead-letters').contains(focused)) return false;
+  if (focused instanceof HTMLInputElement && byId('dead-letters').contains(focused)) return;
   replace('dead-letters', cards);
-  return true;
 }
 
 /** Heartbeat rows come from brokers of any version; a subscription without these fields is left out. */
@@ -666,13 +664,13 @@ async function refresh(config: DashboardConfig): Promise<void> {
 /**
  * Draws a section again only when what it is drawn from changed. A redraw replaces its buttons
  * and inputs: a click whose press and release fell either side of one was lost (the release
- * landed on the new button, so no click reached either), and typing lost its focus. A draw that
- * answers false left the section as it was, so the next refresh tries again.
+ * landed on the new button, so no click reached either), and typing lost its focus.
  */
-function redrawOnChange(section: string, input: unknown, draw: () => boolean | void): void {
+function redrawOnChange(section: string, input: unknown, draw: () => void): void {
   const json = JSON.stringify(input);
   if (drawnFrom.get(section) === json) return;
-  if (draw() !== false) drawnFrom.set(section, json);
+  draw();
+  drawnFrom.set(section, json);
 }
 
 async function poll(config: DashboardConfig): Promise<void> {
