@@ -198,6 +198,20 @@ export function dashboardSuite(context: SuiteContext): void {
       expect(await button!.evaluate((node) => node.isConnected)).toBe(true);
     });
 
+    it('leaves the dead-letter card alone while the operator types in it, and draws what changed once they leave it', async () => {
+      const { page } = browser;
+      await page.goto(withActions.url);
+      const card = '[data-dead-table="jobs"]';
+      await page.locator(`${card} tr[data-dead-id]`).nth(1).waitFor();
+      await page.locator(`${card} input`).focus();
+      await db.exec(`DELETE FROM jobs WHERE id = ${Number(deadIds[0])}`);
+      for (const _read of [1, 2]) await page.waitForResponse((response) => response.url().endsWith('/api/dead-letters'));
+      expect(await page.locator(`${card} tr[data-dead-id]`).count()).toBe(2);
+      await page.locator('h1').click();
+      await page.locator(`${card} tr[data-dead-id]`).nth(1).waitFor({ state: 'detached' });
+      expect(await page.locator(`${card} tr[data-dead-id]`).count()).toBe(1);
+    });
+
     it('pauses and resumes a queue from the page with --allow-actions; the read-only page offers no control', async () => {
       const { page } = browser;
       const row = '[data-table="jobs"] tr[data-queue="emails"]';

@@ -111,11 +111,13 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
 
 /**
  * The value bound into the payload column: the encoded bytes, or for a column of the JSON type
- * (`payloadHolds: 'json'`) their text, which must then be UTF-8 JSON (a payload given as bytes may
- * not be): the database would refuse it, or a JSON column would hand back other bytes.
+ * (`payloadHolds: 'json'`) their text. `encodePayload` wrote JSON text unless the payload was given
+ * as bytes (`isBytes`); those must be UTF-8 JSON, or the database would refuse them, or a JSON
+ * column would hand back other bytes.
  */
-export function payloadColumnValue(encoded: Buffer, holds: 'bytes' | 'json', where: string): Buffer | string {
+export function payloadColumnValue(encoded: Buffer, holds: 'bytes' | 'json', isBytes: boolean, where: string): Buffer | string {
   if (holds === 'bytes') return encoded;
+  if (!isBytes) return encoded.toString('utf8');
   let text: string;
   try {
     text = utf8.decode(encoded);

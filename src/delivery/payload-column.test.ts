@@ -7,14 +7,15 @@ import { payloadColumnValue } from './codec.js';
 describe('payloadColumnValue', () => {
   it('binds the bytes as they are into a bytes column, and their JSON text into a JSON column', () => {
     const bytes = Buffer.from('{"n":1}', 'utf8');
-    expect(payloadColumnValue(bytes, 'bytes', 'publish')).toBe(bytes);
-    expect(payloadColumnValue(bytes, 'json', 'publish')).toBe('{"n":1}');
+    expect(payloadColumnValue(bytes, 'bytes', true, 'publish')).toBe(bytes);
+    expect(payloadColumnValue(bytes, 'json', true, 'publish')).toBe('{"n":1}');
+    expect(payloadColumnValue(bytes, 'json', false, 'publish')).toBe('{"n":1}');
   });
 
   it('refuses bytes that are not UTF-8 JSON for a JSON column, saying nothing was written', () => {
     for (const bytes of [Buffer.from('not json'), Buffer.from([0xff, 0xfe])]) {
-      expect(() => payloadColumnValue(bytes, 'json', 'publish to "jobs/emails"')).toThrow(EncodeError);
-      expect(() => payloadColumnValue(bytes, 'json', 'publish to "jobs/emails"')).toThrow(
+      expect(() => payloadColumnValue(bytes, 'json', true, 'publish to "jobs/emails"')).toThrow(EncodeError);
+      expect(() => payloadColumnValue(bytes, 'json', true, 'publish to "jobs/emails"')).toThrow(
         'publish to "jobs/emails": the payload column holds JSON, and these payload bytes are not UTF-8 JSON; nothing was written',
       );
     }

@@ -400,7 +400,7 @@ function rowValues<Payload>(queue: Queue<Payload>, payload: Payload, options: Pu
   const columns = insertColumns(spec);
   if (spec.payload) {
     const encoded = requirePayloadSize(encodePayload(payload, where), maxPayloadBytes, where);
-    byColumn.set(spec.payload, payloadColumnValue(encoded, spec.payloadHolds, where));
+    byColumn.set(spec.payload, payloadColumnValue(encoded, spec.payloadHolds, payload instanceof Uint8Array, where));
   } else {
     columns.push(...rowModeColumns(spec, payload, byColumn, where));
   }

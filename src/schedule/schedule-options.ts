@@ -109,7 +109,10 @@ export function resolveScheduleDeclaration(
   const payload = options.payload ?? null;
   asDeclarationError(() => {
     encodeHeaders(headers, where);
-    if (spec.payload !== undefined) payloadColumnValue(requirePayloadSize(encodePayload(payload, where), context.maxPayloadBytes, where), spec.payloadHolds, where);
+    if (spec.payload !== undefined) {
+      const encoded = requirePayloadSize(encodePayload(payload, where), context.maxPayloadBytes, where);
+      payloadColumnValue(encoded, spec.payloadHolds, payload instanceof Uint8Array, where);
+    }
   });
   if (Object.hasOwn(headers, SCHEDULED_AT_HEADER)) {
     throw new DeclarationError(`${where}: the ${SCHEDULED_AT_HEADER} header is each tick's own time; remove it from headers`);

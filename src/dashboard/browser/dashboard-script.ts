@@ -370,7 +370,8 @@ interface Destination {
   readonly text: string;
 }
 
-function renderDeadLetters(body: DeadLettersBody, config: DashboardConfig): void {
+/** False when the operator is typing in the section, which is then left as it is. */
+function renderDeadLetters(body: DeadLettersBody, config: DashboardConfig): boolean {
   const allowed = config.allowActions;
   const readOnlyTitle = 'read-only: start the dashboard with --allow-actions';
   const cards = body.tables.map((table) => {
@@ -479,8 +480,9 @@ function renderDeadLetters(body: DeadLettersBody, config: DashboardConfig): void
   });
   // Rebuilding the section would take the text field from under the operator's cursor.
   const focused = document.activeElement;
-  if (focused instanceof HTMLInputElement && byId('dead-letters').contains(focused)) return;
+  if (focused instanceof HTMLInputElement && byId('dead-letters').contains(focused)) return false;
   replace('dead-letters', cards);
+  return true;
 }
 
 /** Heartbeat rows come from brokers of any version; a subscription without these fields is left out. */
@@ -664,13 +666,13 @@ async function refresh(config: DashboardConfig): Promise<void> {
 /**
  * Draws a section again only when what it is drawn from changed. A redraw replaces its buttons
  * and inputs: a click whose press and release fell either side of one was lost (the release
- * landed on the new button, so no click reached either), and typing lost its focus.
+ * landed on the new button, so no click reached either), and typing lost its focus. A draw that
+ * answers false left the section as it was, so the next refresh tries again.
  */
-function redrawOnChange(section: string, input: unknown, draw: () => void): void {
+function redrawOnChange(section: string, input: unknown, draw: () => boolean | void): void {
   const json = JSON.stringify(input);
   if (drawnFrom.get(section) === json) return;
-  draw();
-  drawnFrom.set(section, json);
+  if (draw() !== false) drawnFrom.set(section, json);
 }
 
 async function poll(config: DashboardConfig): Promise<void> {
