@@ -22,7 +22,10 @@ export interface Statement {
  * - `olderThan`: retention's cutoff, the host's now less the age; `cutoffDelayMicroseconds`: the same
  *   cutoff as a negative delay from the database's own now (tables with `clock: 'database'`).
  * - `channel`: a Postgres notification channel (see `NotifyStatements`).
- * - `key`: an advisory lock key as the candidate select rendered it (see `AdvisoryStatements`).
+ * - `key`: an advisory lock key as the candidate select rendered it (see `AdvisoryStatements`), or
+ *   a partition key whose slot a row lock claim holds (see `KeySlotStatements`).
+ * - `passedKeys`, `offset`: the partition keys a row lock claim passes over, and how many
+ *   candidate rows it has read (see `KeySlotTake`, `KeySlotClaim`).
  * - `ids`, `helds`, `retryAfterAts`: one array each, element `i` belonging to row `i`, where one
  *   statement settles many leases (see `LeaseStatements.settleMany`).
  * - `slots`, `freeSince`, `usedAt`, `taken`: a rate limit's slot count, the host milliseconds a
@@ -49,6 +52,8 @@ export type ParamName =
   | 'lastError'
   | 'channel'
   | 'key'
+  | 'passedKeys'
+  | 'offset'
   | 'ids'
   | 'helds'
   | 'retryAfterAts'

@@ -118,6 +118,56 @@ function registerConcurrencyTests(context: SuiteContext): void {
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
     });
 
+    it('perKey: 2 in the row lock form: a key with its only row in work holds back no other key, nor rows without a key', async () => {
+      const table = defineTable(keyedRowLock());
+      await createTable(stand, context.db, table);
+      const queue = table.queue('emails');
+      const gate = new Gate();
+      const broker = createBroker(context.db, context.brokers);
+      broker.subscribe(queue, gate.handler, { workers: 3, concurrency: { perKey: 2 } });
+      await broker.start();
+      await broker.publish(queue, 'a', { partitionKey: 'a' });
+      await gate.started.waitFor(1);
+      await broker.publish(queue, 'b', { partitionKey: 'b' });
+      await gate.started.waitFor(2);
+      await broker.publish(queue, 'none');
+      await gate.started.waitFor(3);
+      gate.open();
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+    });
+
+    it('perKey: 1 in the row lock form: a row without a key in work holds back no keyed row the claim passed over', async () => {
+      // InnoDB keeps the lock on each row a locking read visits in the claim index: a claim for
+      // the row without a key once visited a2 on its way and held it until its own handler ended.
+      const table = defineTable(keyedRowLock());
+      await createTable(stand, context.db, table);
+      const queue = table.queue('emails');
+      const started = new Collector<string>();
+      const releases = new Map<string, Deferred<void>>();
+      const broker = createBroker(context.db, context.brokers);
+      broker.subscribe(
+        queue,
+        async (message) => {
+          const release = createDeferred();
+          releases.set(String(message.payload), release);
+          started.push(String(message.payload));
+          await release.promise;
+        },
+        { workers: 3, concurrency: { perKey: 1 } },
+      );
+      const publisher = createBroker(context.db, context.brokers);
+      await publisher.start();
+      await publisher.publishMany(queue, [{ payload: 'a1', partitionKey: 'a' }, { payload: 'a2', partitionKey: 'a' }, { payload: 'none' }]);
+      await broker.start();
+      await started.waitFor(2);
+      expect([...started.items].sort()).toEqual(['a1', 'none']);
+      releases.get('a1')!.resolve();
+      await started.waitFor(3);
+      expect(started.items[2]).toBe('a2');
+      for (const release of releases.values()) release.resolve();
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+    });
+
     it('a batch handler under perKey: 2 in the row lock form gets at most two rows of a key per batch, rows without a key alongside', async () => {
       const table = defineTable(keyedRowLock());
       await createTable(stand, context.db, table);

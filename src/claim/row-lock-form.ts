@@ -1,4 +1,4 @@
-import { createConcurrencyStatements, type KeySlotTake } from '../dialect/concurrency-statements.js';
+import { createConcurrencyStatements, type KeySlotClaim, type KeySlotTake } from '../dialect/concurrency-statements.js';
 import { executeAll, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
 import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
@@ -33,8 +33,22 @@ interface KeySlotRun {
   /** MySQL, MariaDB: `add` runs in its own read committed transaction after this guard (see `addInTransaction`). */
   readonly addBehind: { readonly begin: Statement[]; readonly guard: Statement } | undefined;
   readonly take: KeySlotTake;
-  readonly claim: Statement;
+  readonly claimOfKey: KeySlotClaim;
+  readonly claimWithoutKey: KeySlotClaim;
 }
+
+/**
+ * perKey: how many times one claim tries when its slots found only keys whose rows are all in
+ * work, each try past the keys the last one found so. Past three such keys the claim takes
+ * nothing and the loop polls again.
+ */
+const KEY_SLOT_ATTEMPTS = 3;
+
+/**
+ * perKey on MySQL and MariaDB: candidates read beyond the rows wanted, for the ones in work
+ * elsewhere that the claim passes over (see `KeySlotClaim`).
+ */
+const CANDIDATES_PAST_ROWS_IN_WORK = 8;
 
 /**
  * Row lock form: `SELECT … FOR UPDATE SKIP LOCKED` in a transaction that stays open while the
@@ -92,7 +106,7 @@ export class RowLockForm implements ClaimForm {
             keySlots.add,
             ...(keySlots.addBehind ? [keySlots.addBehind.guard] : []),
             ...(keySlots.take.kind === 'claimOrder' ? [keySlots.take.statement] : [keySlots.take.after, keySlots.take.upTo]),
-            keySlots.claim,
+            ...[keySlots.claimOfKey, keySlots.claimWithoutKey].flatMap((claim) => (claim.kind === 'locking' ? [claim.statement] : [claim.candidates, claim.lock])),
           ];
     const service = this.#service?.statements ?? [];
     const claims = this.#service?.claim === undefined ? [claim] : [];
@@ -109,7 +123,7 @@ export class RowLockForm implements ClaimForm {
     return withConnection(driver, async (connection, keep) => {
       const run = (statement: Statement, values: ParamValues = {}) => connection.execute(bindStatement(statement, values));
       const service = this.#service;
-      let rowLimit = transactional ? 1 : limit;
+      const rowLimit = transactional ? 1 : limit;
       let rows: Record<string, unknown>[];
       if (this.#isPlainClaim) {
         // BEGIN and the claim in one round trip where the driver pipelines: on PostgreSQL with 16
@@ -117,29 +131,9 @@ export class RowLockForm implements ClaimForm {
         const claim = bindStatement(statements.claim, { group, now, limit: rowLimit });
         rows = (await executeAll(connection, [...this.#begin, claim])).at(-1)!.rows;
       } else {
-        if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
-        // Another claim or delivery owning the group ends the transaction, dropping what the guard
-        // took; the guard goes with the BEGIN, in one round trip where the client pipelines.
-        if (statements.guard === undefined) await executeAll(connection, this.#begin);
-        else if (!(await ownsGroup(connection, statements.guard, { group }, statements.addGuardRow, this.#begin))) {
-          await run(statements.rollback);
-          return [];
-        }
-        // Each row in work holds a slot until its transaction ends: no free slot, no claim.
-        const global = this.#context.concurrency?.global;
-        if (statements.takeSlots !== undefined) {
-          rowLimit = (await run(statements.takeSlots, { group, global, limit: rowLimit })).rows.length;
-          if (rowLimit === 0) {
-            await run(statements.rollback);
-            return [];
-          }
-        }
-        rows =
-          service?.claim !== undefined
-            ? await this.#claimOwn(connection, service, now, rowLimit)
-            : statements.keySlots === undefined
-              ? (await run(statements.claim, { group, now, limit: rowLimit })).rows
-              : await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit);
+        const guarded = await this.#claimGuarded(connection, run, now, rowLimit);
+        if (guarded === undefined) return [];
+        rows = guarded;
       }
       if (rows.length === 0) {
         await run(statements.commit);
@@ -229,6 +223,46 @@ export class RowLockForm implements ClaimForm {
     return fetchRows(connection, this.#context, service.fetch!, locked);
   }
 
+  /**
+   * A claim behind a guard, slots or a claim of the service's own, in its transaction; undefined
+   * when the guard or the global slots let it take nothing and the transaction has ended. Under
+   * perKey, a claim whose slots all belonged to keys with no free row (their rows in work under
+   * the key's other slots) took nothing but still holds those slots: it ends its transaction and
+   * tries again past those keys, up to `KEY_SLOT_ATTEMPTS` times. Otherwise the next claim would
+   * take the same key's slot first again, and no other key would run until its rows settled.
+   */
+  async #claimGuarded(connection: Connection, run: RunStatement, now: Date, limit: number): Promise<Record<string, unknown>[] | undefined> {
+    const { group } = this.#context;
+    const statements = this.#statements;
+    const service = this.#service;
+    const passedKeys: string[] = [];
+    for (let attempt = 1; ; attempt += 1) {
+      if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
+      // Another claim or delivery owning the group ends the transaction, dropping what the guard
+      // took; the guard goes with the BEGIN, in one round trip where the client pipelines.
+      if (statements.guard === undefined) await executeAll(connection, this.#begin);
+      else if (!(await ownsGroup(connection, statements.guard, { group }, statements.addGuardRow, this.#begin))) {
+        await run(statements.rollback);
+        return undefined;
+      }
+      // Each row in work holds a slot until its transaction ends: no free slot, no claim.
+      let rowLimit = limit;
+      if (statements.takeSlots !== undefined) {
+        rowLimit = (await run(statements.takeSlots, { group, global: this.#context.concurrency?.global, limit: rowLimit })).rows.length;
+        if (rowLimit === 0) {
+          await run(statements.rollback);
+          return undefined;
+        }
+      }
+      if (service?.claim !== undefined) return this.#claimOwn(connection, service, now, rowLimit);
+      if (statements.keySlots === undefined) return (await run(statements.claim, { group, now, limit: rowLimit })).rows;
+      const taken = await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit, passedKeys);
+      if (taken.rows.length > 0 || taken.keysWithoutRows.length === 0 || attempt === KEY_SLOT_ATTEMPTS) return taken.rows;
+      passedKeys.push(...taken.keysWithoutRows);
+      await run(statements.rollback);
+    }
+  }
+
   /** Before the claim's transaction: a slot inserted inside it would hold other claims' adds until the handler ends. */
   async #addKeySlots(run: RunStatement, keySlots: KeySlotRun, now: Date): Promise<void> {
     const values = { group: this.#context.group, now, perKey: this.#context.concurrency?.perKey };
@@ -248,18 +282,25 @@ export class RowLockForm implements ClaimForm {
   }
 
   /**
-   * Locks up to `limit` free key slots, then takes under each slot a row of its key or one
-   * without a key, and fills what is left with rows without a key: a key never has more rows in
-   * work than slots locked, and a row without a key needs none. Rows this transaction already
-   * locked would come back from a later statement, so each id is kept once.
+   * Locks up to `limit` free key slots (past `passedKeys` where slots are taken in claim order),
+   * takes under each slot a row of its key, and fills what is left with rows without a key: a key
+   * never has more rows in work than slots locked, and a row without a key needs none. A key
+   * whose slot found no free row (its rows in work under its other slots) is reported, and makes
+   * the next claim add missing slots first: a key that has none yet is met the same way.
    */
-  async #claimUnderKeySlots(run: RunStatement, keySlots: KeySlotRun, now: Date, limit: number): Promise<Record<string, unknown>[]> {
+  async #claimUnderKeySlots(
+    run: RunStatement,
+    keySlots: KeySlotRun,
+    now: Date,
+    limit: number,
+    passedKeys: readonly string[],
+  ): Promise<{ rows: Record<string, unknown>[]; keysWithoutRows: string[] }> {
     const { group, spec } = this.#context;
     const perKey = this.#context.concurrency?.perKey;
     const values = { group, now, perKey, limit };
     let slots: Record<string, unknown>[];
     if (keySlots.take.kind === 'claimOrder') {
-      slots = (await run(keySlots.take.statement, values)).rows;
+      slots = (await run(keySlots.take.statement, { ...values, passedKeys })).rows;
     } else {
       slots = (await run(keySlots.take.after, { ...values, key: this.#lastKeyTaken })).rows;
       if (slots.length < limit) {
@@ -268,16 +309,48 @@ export class RowLockForm implements ClaimForm {
       const last = slots.at(-1);
       if (last !== undefined) this.#lastKeyTaken = String(last['key_value']);
     }
-    this.#isShortOfKeySlots = slots.length < limit;
-    const slotsOfKey = new Map<unknown, number>();
-    for (const slot of slots) slotsOfKey.set(slot['key_value'], (slotsOfKey.get(slot['key_value']) ?? 0) + 1);
+    const slotsOfKey = new Map<string, number>();
+    for (const slot of slots) slotsOfKey.set(String(slot['key_value']), (slotsOfKey.get(String(slot['key_value'])) ?? 0) + 1);
     const rows = new Map<unknown, Record<string, unknown>>();
-    const take = async (key: unknown, most: number) => {
-      for (const row of (await run(keySlots.claim, { group, now, key, limit: most })).rows) rows.set(row[spec.id.column], row);
+    const keysWithoutRows: string[] = [];
+    const take = async (claim: KeySlotClaim, key: string | undefined, most: number) => {
+      const taken = await takeRows(run, claim, spec.id.column, { group, now, key }, most);
+      for (const row of taken) rows.set(row[spec.id.column], row);
+      return taken.length;
     };
-    for (const [key, count] of slotsOfKey) await take(key, count);
-    if (rows.size < limit) await take(null, limit - rows.size);
-    return [...rows.values()];
+    for (const [key, count] of slotsOfKey) {
+      if ((await take(keySlots.claimOfKey, key, count)) === 0) keysWithoutRows.push(key);
+    }
+    this.#isShortOfKeySlots = slots.length < limit || keysWithoutRows.length > 0;
+    if (rows.size < limit) await take(keySlots.claimWithoutKey, undefined, limit - rows.size);
+    return { rows: [...rows.values()], keysWithoutRows };
+  }
+}
+
+/**
+ * Up to `most` claimable rows, locked without waiting: by one locking read, or (`readThenLock`)
+ * by candidates read a page at a time in claim order and locked one by one by primary key. A
+ * candidate already locked is in work elsewhere; the rows in work bound how many are passed over.
+ */
+async function takeRows(
+  run: RunStatement,
+  claim: KeySlotClaim,
+  idColumn: string,
+  values: { group: string | undefined; now: Date; key: string | undefined },
+  most: number,
+): Promise<Record<string, unknown>[]> {
+  if (claim.kind === 'locking') return (await run(claim.statement, { ...values, limit: most })).rows;
+  const taken: Record<string, unknown>[] = [];
+  const pageSize = most + CANDIDATES_PAST_ROWS_IN_WORK;
+  for (let offset = 0; ; offset += pageSize) {
+    const candidates = (await run(claim.candidates, { ...values, limit: pageSize, offset })).rows;
+    for (const candidate of candidates) {
+      const row = (await run(claim.lock, { id: candidate[idColumn], group: values.group, now: values.now })).rows[0];
+      if (row === undefined) continue;
+      taken.push(row);
+      if (taken.length === most) return taken;
+    }
+    if (candidates.length < pageSize) return taken;
   }
 }
 
@@ -308,7 +381,8 @@ function renderRowLockStatements(context: FormContext, service: ServiceStatement
             addBehind:
               keySlots.addInTransaction && guard !== undefined ? { begin: dialect.session.begin({ isolation: 'read committed' }), guard } : undefined,
             take: keySlots.take(spec),
-            claim: keySlots.claim(spec, columns),
+            claimOfKey: keySlots.claimOfKey(spec, columns),
+            claimWithoutKey: keySlots.claimWithoutKey(spec, columns),
           },
     claim: dialect.rowLock.claim(spec, columns),
     savepoint: dialect.session.savepoint(),

@@ -62,12 +62,12 @@ export function skipLockedSelect(
   spec: TableSpec,
   columns: TableColumns,
   form: Exclude<ClaimFormName, 'advisory'>,
-  options: LeaseClaimOptions & { readonly slotKey?: boolean } = {},
+  options: LeaseClaimOptions & { readonly slotKey?: SlotKey } = {},
 ): SqlText {
   const from = sql`SELECT ${columnList(columns)} FROM ${tableOf(spec)}`;
   if (isFifo(spec)) return sql`${from}${whereAll(fifoHeadConditions(spec, form))} FOR UPDATE SKIP LOCKED`;
   const conditions = [...claimConditions(spec, form), ...perKeyConditions(spec, options), ...rateKeyConditions(spec, options)];
-  if (options.slotKey === true) conditions.push(slotKeyCondition(spec));
+  if (options.slotKey !== undefined) conditions.push(slotKeyCondition(spec, options.slotKey));
   const where = whereAll(conditions);
   return sql`${from}${where} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`;
 }
@@ -105,13 +105,15 @@ export function perKeyConditions(spec: TableSpec, options: LeaseClaimOptions): S
 }
 
 /**
- * `concurrency.perKey` (row lock form): the claim holds one of `:key`'s slot rows, so it may take
- * rows of that key or rows without a key, which count toward none. Binding `:key` to null leaves
- * only the rows without a key (`= NULL` is never true).
+ * `concurrency.perKey` (row lock form): the rows of `:key`, whose slot row the claim holds, or
+ * the rows without a key, which count toward none. Kept apart: a slot spent on a row without a
+ * key holds back its key's rows while that row's handler runs.
  */
-function slotKeyCondition(spec: TableSpec): SqlText {
+export type SlotKey = 'ofKey' | 'withoutKey';
+
+export function slotKeyCondition(spec: TableSpec, slotKey: SlotKey): SqlText {
   const key = identifier(requirePartitionKey(spec, 'a claim under a key slot'));
-  return sql`(${key} IS NULL OR ${key} = ${param('key')})`;
+  return slotKey === 'ofKey' ? sql`${key} = ${param('key')}` : sql`${key} IS NULL`;
 }
 
 /**

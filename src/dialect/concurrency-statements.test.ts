@@ -310,7 +310,7 @@ describe('key slots of the row lock form (perKey)', () => {
     expect(createConcurrencyStatements(createDialect('sqlite').name).keySlots).toBeUndefined();
   });
 
-  it('postgres: the key slots table, the missing slots of claimable keys added, slots taken in claim order, the claim under a key\'s slot', () => {
+  it('postgres: the key slots table, the missing slots of claimable keys added, slots taken in claim order past the keys passed over, a key\'s rows and rows without a key claimed apart', () => {
     const keySlots = createConcurrencyStatements(createDialect('postgres').name).keySlots!;
     expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
       [
@@ -333,18 +333,29 @@ describe('key slots of the row lock form (perKey)', () => {
       kind: 'claimOrder',
       statement: {
         name: "concurrency.takeKeySlots",
-        sql: "SELECT tablequeue_slots.\"key_value\", tablequeue_slots.\"slot\" FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_slots JOIN (SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key) AS tablequeue_heads ON tablequeue_slots.\"key_value\" = tablequeue_heads.tablequeue_key WHERE tablequeue_slots.\"table_name\" = 'email_jobs' AND tablequeue_slots.\"queue_name\" = $3 AND tablequeue_slots.\"slot\" <= $4 ORDER BY tablequeue_heads.tablequeue_first, tablequeue_slots.\"slot\" LIMIT $5 FOR UPDATE OF tablequeue_slots SKIP LOCKED",
-        params: ['group', 'now', 'group', 'perKey', 'limit'],
+        sql: "SELECT tablequeue_slots.\"key_value\", tablequeue_slots.\"slot\" FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_slots JOIN (SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key) AS tablequeue_heads ON tablequeue_slots.\"key_value\" = tablequeue_heads.tablequeue_key WHERE tablequeue_slots.\"table_name\" = 'email_jobs' AND tablequeue_slots.\"queue_name\" = $3 AND tablequeue_slots.\"slot\" <= $4 AND tablequeue_slots.\"key_value\" <> ALL($5) ORDER BY tablequeue_heads.tablequeue_first, tablequeue_slots.\"slot\" LIMIT $6 FOR UPDATE OF tablequeue_slots SKIP LOCKED",
+        params: ['group', 'now', 'group', 'perKey', 'passedKeys', 'limit'],
       },
     });
-    expect(keySlots.claim(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
-      name: "rowLock.claimUnderKeySlot",
-      sql: "SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"meta\", \"payload\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND (\"customer\" IS NULL OR \"customer\" = $3) ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $4 FOR UPDATE SKIP LOCKED",
-      params: ['group', 'now', 'key', 'limit'],
+    expect(keySlots.claimOfKey(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
+      kind: 'locking',
+      statement: {
+        name: "rowLock.claimOfKey",
+        sql: "SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"meta\", \"payload\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" = $3 ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $4 FOR UPDATE SKIP LOCKED",
+        params: ['group', 'now', 'key', 'limit'],
+      },
+    });
+    expect(keySlots.claimWithoutKey(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
+      kind: 'locking',
+      statement: {
+        name: "rowLock.claimWithoutKey",
+        sql: "SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"meta\", \"payload\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NULL ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $3 FOR UPDATE SKIP LOCKED",
+        params: ['group', 'now', 'limit'],
+      },
     });
   });
 
-  it('mysql: the key slots table, the missing slots added behind the guard, slots taken in turn in primary key order, the claim under a key\'s slot', () => {
+  it('mysql: the key slots table, the missing slots added behind the guard, slots taken in turn in primary key order, rows read without locks and locked one by one by primary key', () => {
     const keySlots = createConcurrencyStatements(createDialect('mysql').name).keySlots!;
     expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
       [
@@ -376,10 +387,31 @@ describe('key slots of the row lock form (perKey)', () => {
         params: ['group', 'key', 'perKey', 'group', 'now', 'limit'],
       },
     });
-    expect(keySlots.claim(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
-      name: "rowLock.claimUnderKeySlot",
-      sql: "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`customer` IS NULL OR `customer` = ?) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
-      params: ['group', 'now', 'key', 'limit'],
+    expect(keySlots.claimOfKey(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
+      kind: 'readThenLock',
+      candidates: {
+        name: "rowLock.candidatesOfKey",
+        sql: "SELECT `job_id` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` = ? ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? OFFSET ?",
+        params: ['group', 'now', 'key', 'limit', 'offset'],
+      },
+      lock: {
+        name: "rowLock.lockOfKey",
+        sql: "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `meta`, `payload` FROM `email_jobs` WHERE `job_id` = ? AND `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED",
+        params: ['id', 'group', 'now'],
+      },
+    });
+    expect(keySlots.claimWithoutKey(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
+      kind: 'readThenLock',
+      candidates: {
+        name: "rowLock.candidatesWithoutKey",
+        sql: "SELECT `job_id` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? OFFSET ?",
+        params: ['group', 'now', 'limit', 'offset'],
+      },
+      lock: {
+        name: "rowLock.lockWithoutKey",
+        sql: "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `meta`, `payload` FROM `email_jobs` WHERE `job_id` = ? AND `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED",
+        params: ['id', 'group', 'now'],
+      },
     });
   });
 });

@@ -7,7 +7,7 @@
  */
 import type { Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
-import { claimConditions, claimOrder, requirePartitionKey, rowsInWork, skipLockedSelect, tableOf, whereAll } from './claim-clauses.js';
+import { claimConditions, claimOrder, columnList, requirePartitionKey, rowsInWork, skipLockedSelect, slotKeyCondition, tableOf, whereAll, type SlotKey } from './claim-clauses.js';
 import type { DialectName, TableColumns } from './dialect.js';
 import {
   BACKTICK_STYLE,
@@ -63,15 +63,18 @@ export interface ConcurrencyStatements {
   /**
    * Row lock form, `perKey` (Postgres, MySQL, MariaDB; undefined on SQLite): the same semaphore
    * per partition key. A claim locks a free slot of the key whose first claimable row comes first,
-   * then takes rows of that key or without one; keys get their slots when a claim first finds none.
+   * then takes rows of that key, and rows without a key for what is left; keys get their slots
+   * when a claim first finds none.
    */
   readonly keySlots: KeySlotStatements | undefined;
 }
 
 /**
  * Which keys' slots a claim takes first.
- * - `claimOrder` (Postgres): the key whose first claimable row comes first in claim order.
- *   `FOR UPDATE` applies after the sort and the limit, so only the slots returned are locked.
+ * - `claimOrder` (Postgres): the key whose first claimable row comes first in claim order, past
+ *   `:passedKeys` (a text array: keys this claim found a slot of but no free row, see
+ *   row-lock-form.ts). `FOR UPDATE` applies after the sort and the limit, so only the slots
+ *   returned are locked.
  * - `roundRobin` (MySQL, MariaDB): InnoDB locks each row a locking read visits before a sort, so
  *   a take sorted by the keys' first rows locked every free slot of the queue (a second broker
  *   found none). Read in primary key order instead, it stops at `:limit` and locks only those:
@@ -81,6 +84,22 @@ export interface ConcurrencyStatements {
 export type KeySlotTake =
   | { readonly kind: 'claimOrder'; readonly statement: Statement }
   | { readonly kind: 'roundRobin'; readonly after: Statement; readonly upTo: Statement };
+
+/**
+ * How a claim takes rows: of a key whose slot it holds, or without a key.
+ * - `locking` (Postgres): one locking read in claim order (params `group`, `now`, `key` for a
+ *   key's rows, `limit`); Postgres locks only the rows it returns.
+ * - `readThenLock` (MySQL, MariaDB): InnoDB keeps the lock on every row a locking read visits in
+ *   the claim index, even one its WHERE then refuses, at read committed too. Measured on MariaDB
+ *   10.11: a claim for key a's rows held the lock on key b's row ahead of them until its handler
+ *   ended, and b's slot claim found nothing to take. So `candidates` reads ids without locks, in
+ *   claim order (params `group`, `now`, `key` for a key's rows, `limit`, `offset`), and `lock`
+ *   locks one of them by its primary key alone if it is still claimable (params `id`, `group`,
+ *   `now`), without waiting.
+ */
+export type KeySlotClaim =
+  | { readonly kind: 'locking'; readonly statement: Statement }
+  | { readonly kind: 'readThenLock'; readonly candidates: Statement; readonly lock: Statement };
 
 export interface KeySlotStatements {
   /** `CREATE TABLE IF NOT EXISTS` of the key slot rows, beside the queue table. */
@@ -105,11 +124,10 @@ export interface KeySlotStatements {
    * text, and `slot`). Only the slot rows are locked, never the queue rows read to find the keys.
    */
   take(spec: TableSpec): KeySlotTake;
-  /**
-   * The row lock claim under a key's slot: claimable rows of `:key` or without a key, in claim
-   * order, up to `:limit`, locked without waiting. `:key` null takes only rows without a key.
-   */
-  claim(spec: TableSpec, columns: TableColumns): Statement;
+  /** Claimable rows of `:key`, a key whose slot the claim holds: rows of other keys need their own. */
+  claimOfKey(spec: TableSpec, columns: TableColumns): KeySlotClaim;
+  /** Claimable rows without a key, which count toward no key and need no slot. */
+  claimWithoutKey(spec: TableSpec, columns: TableColumns): KeySlotClaim;
 }
 
 export interface SlotStatements {
@@ -346,7 +364,7 @@ function renderTakeKeySlots(text: KeyText, spec: TableSpec): Statement {
   return renderStatement(
     text.style,
     'concurrency.takeKeySlots',
-    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots JOIN (${heads}) AS tablequeue_heads ON ${keyValue} = tablequeue_heads.tablequeue_key WHERE ${ofQueue} AND ${slot} <= ${param('perKey')} ORDER BY tablequeue_heads.tablequeue_first, ${slot} LIMIT ${param('limit')} FOR UPDATE OF tablequeue_slots SKIP LOCKED`,
+    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots JOIN (${heads}) AS tablequeue_heads ON ${keyValue} = tablequeue_heads.tablequeue_key WHERE ${ofQueue} AND ${slot} <= ${param('perKey')} AND ${keyValue} <> ALL(${param('passedKeys')}) ORDER BY tablequeue_heads.tablequeue_first, ${slot} LIMIT ${param('limit')} FOR UPDATE OF tablequeue_slots SKIP LOCKED`,
   );
 }
 
@@ -366,8 +384,30 @@ function renderTakeKeySlotsInTurn(text: KeyText, spec: TableSpec, side: '>' | '<
   );
 }
 
-function renderKeySlotClaim(style: SqlStyle, spec: TableSpec, columns: TableColumns): Statement {
-  return renderStatement(style, 'rowLock.claimUnderKeySlot', skipLockedSelect(spec, columns, 'rowLock', { slotKey: true }));
+/** Postgres: one locking read of a key's rows, or of rows without a key. */
+function renderLockingKeySlotClaim(spec: TableSpec, columns: TableColumns, slotKey: SlotKey): KeySlotClaim {
+  const name = slotKey === 'ofKey' ? 'rowLock.claimOfKey' : 'rowLock.claimWithoutKey';
+  return { kind: 'locking', statement: renderStatement(DOUBLE_QUOTE_STYLE, name, skipLockedSelect(spec, columns, 'rowLock', { slotKey })) };
+}
+
+/** MySQL, MariaDB: the candidates' ids read without locks, then each locked by its primary key (see `KeySlotClaim`). */
+function renderReadThenLockKeySlotClaim(spec: TableSpec, columns: TableColumns, slotKey: SlotKey): KeySlotClaim {
+  const id = identifier(spec.id.column);
+  const conditions = claimConditions(spec, 'rowLock');
+  const prefix = slotKey === 'ofKey' ? 'rowLock.candidatesOfKey' : 'rowLock.candidatesWithoutKey';
+  return {
+    kind: 'readThenLock',
+    candidates: renderStatement(
+      BACKTICK_STYLE,
+      prefix,
+      sql`SELECT ${id} FROM ${tableOf(spec)}${whereAll([...conditions, slotKeyCondition(spec, slotKey)])} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} OFFSET ${param('offset')}`,
+    ),
+    lock: renderStatement(
+      BACKTICK_STYLE,
+      slotKey === 'ofKey' ? 'rowLock.lockOfKey' : 'rowLock.lockWithoutKey',
+      sql`SELECT ${columnList(columns)} FROM ${tableOf(spec)}${whereAll([sql`${id} = ${param('id')}`, ...conditions])} FOR UPDATE SKIP LOCKED`,
+    ),
+  };
 }
 
 const POSTGRES_KEY_SLOTS: KeySlotStatements = {
@@ -379,7 +419,8 @@ const POSTGRES_KEY_SLOTS: KeySlotStatements = {
     }),
   addInTransaction: false,
   take: (spec) => ({ kind: 'claimOrder', statement: renderTakeKeySlots(POSTGRES_KEY_TEXT, spec) }),
-  claim: (spec, columns) => renderKeySlotClaim(DOUBLE_QUOTE_STYLE, spec, columns),
+  claimOfKey: (spec, columns) => renderLockingKeySlotClaim(spec, columns, 'ofKey'),
+  claimWithoutKey: (spec, columns) => renderLockingKeySlotClaim(spec, columns, 'withoutKey'),
 };
 
 const MYSQL_KEY_SLOTS: KeySlotStatements = {
@@ -395,5 +436,6 @@ const MYSQL_KEY_SLOTS: KeySlotStatements = {
     after: renderTakeKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '>'),
     upTo: renderTakeKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '<='),
   }),
-  claim: (spec, columns) => renderKeySlotClaim(BACKTICK_STYLE, spec, columns),
+  claimOfKey: (spec, columns) => renderReadThenLockKeySlotClaim(spec, columns, 'ofKey'),
+  claimWithoutKey: (spec, columns) => renderReadThenLockKeySlotClaim(spec, columns, 'withoutKey'),
 };
