@@ -130,6 +130,43 @@ describe('ClaimLoop', () => {
     await loop.stop();
   });
 
+  it('ends the wait for the next slot when the rate limiter gives back slots, not after the window', async () => {
+    const claims = new ScriptedClaims();
+    const signals = new ClaimLoopSignals();
+    const waits = [60_000];
+    const loop = createLoop(claims, 1, undefined, signals, undefined, { takeWaitMs: () => waits.shift() });
+    signals.waiting.turnOn();
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([]);
+    expect(await signals.waiting.next({ what: 'the wait for the next slot' })).toBe(60_000);
+    loop.rateSlotsGivenBack();
+    await claims.started(2);
+    claims.pending[1]!.resolve([heldRow('a')]);
+    await loop.stop();
+  });
+
+  it('claims again at once when slots were given back while a claim the rate held back ran, not after the window', async () => {
+    // Two claims side by side, each held back by slots a third reserved (another subscription's, or
+    // one of this loop's before them); those slots were given back before the second came back.
+    const claims = new ScriptedClaims();
+    const signals = new ClaimLoopSignals();
+    const waits = [60_000, 60_000];
+    const loop = createLoop(claims, 3, undefined, signals, undefined, { takeWaitMs: () => waits.shift() });
+    signals.rateLimited.turnOn();
+    loop.start();
+    await claims.started(1);
+    claims.pending[0]!.resolve([heldRow('a')]);
+    await claims.started(3);
+    claims.pending[1]!.resolve([]);
+    loop.rateSlotsGivenBack();
+    claims.pending[2]!.resolve([]);
+    expect(await signals.rateLimited.next({ what: 'the claim the rate held back' })).toBe(60_000);
+    await claims.started(4);
+    claims.pending[3]!.resolve([heldRow('b')]);
+    await loop.stop();
+  });
+
   it('keeps a wake that arrives while a claim runs: the next claim starts at once, not after 60 s', async () => {
     const claims = new ScriptedClaims();
     const loop = createLoop(claims);

@@ -159,6 +159,12 @@ export class ClaimLoop {
   };
   readonly #options: ClaimLoopOptions;
   readonly #wake = new WakeSignal();
+  /**
+   * Slots the rate limiter gave back (row lock and advisory forms reserve them before a claim and
+   * give back what it did not take): a claim held back meanwhile read them as used, so its wait
+   * for the next free slot ends.
+   */
+  readonly #rateSlotsGivenBack = new WakeSignal();
   readonly #stop = new AbortController();
   readonly #claimsInFlight = new Set<Promise<unknown>>();
   /**
@@ -228,6 +234,15 @@ export class ClaimLoop {
   }
 
   /**
+   * The rate limiter gave back slots a claim reserved and did not take. A claim held back by the
+   * rate while they were reserved waited for the window to pass: a whole minute under a rate per
+   * minute, with rows waiting and slots free.
+   */
+  rateSlotsGivenBack(): void {
+    this.#rateSlotsGivenBack.wake();
+  }
+
+  /**
    * A worker finished its unit: claim for it. A settlement can make rows claimable (the next head
    * of a FIFO group, a row behind a released lock), so it also ends an empty wait early, and a
    * claim running meanwhile that comes back empty is followed by another at once. Measured on a
@@ -250,6 +265,7 @@ export class ClaimLoop {
     this.#isStopping = true;
     this.#stop.abort();
     this.#wake.cancel();
+    this.#rateSlotsGivenBack.cancel();
     while (this.#claimsInFlight.size > 0) await Promise.allSettled([...this.#claimsInFlight]);
     const waiting = this.#options.dispatcher.takeWaiting().flat();
     await Promise.allSettled(waiting.map((row) => this.#options.handBack(row)));
@@ -354,6 +370,9 @@ export class ClaimLoop {
   }
 
   #startClaim(): void {
+    // Slots given back before this claim reads them are the claim's to find; only those given
+    // back while it runs may end its wait.
+    this.#rateSlotsGivenBack.cancel();
     this.#claimsRunning += 1;
     this.counters.maxClaimsRunning = Math.max(this.counters.maxClaimsRunning, this.#claimsRunning);
     const claim = this.#runClaim();
@@ -473,8 +492,8 @@ export class ClaimLoop {
    * (shorter while the queue was recently busy) or a wake; after a failed claim it waits
    * FAILED_CLAIM_BACKOFF_MS whatever wakes arrive; while the queue is paused, until the pause
    * state is due to be read again or a wake (a notified resume among them); after a claim the
-   * rate held back, until its next slot frees, whatever wakes arrive: each publish would wake a
-   * claim that can only find the slots used again.
+   * rate held back, until its next slot frees or slots reserved meanwhile are given back, whatever
+   * wakes arrive: each publish would wake a claim that can only find the slots used again.
    */
   async #waitThenPump(result: Exclude<ClaimResult, 'took rows'>): Promise<void> {
     this.#isWaiting = true;
@@ -485,7 +504,7 @@ export class ClaimLoop {
         await abortableSleep(FAILED_CLAIM_BACKOFF_MS, this.#stop.signal);
       } else if (result === 'rate limited') {
         this.#signals.waiting.emit(this.#rateWaitMs);
-        await abortableSleep(this.#rateWaitMs, this.#stop.signal);
+        await this.#rateSlotsGivenBack.wait(this.#rateWaitMs);
       } else if (result === 'paused') {
         const waitMs = this.#options.pause?.msUntilStale() ?? this.#options.pollIntervalMs;
         this.#signals.waiting.emit(waitMs);

@@ -288,13 +288,14 @@ export class RateLimiter implements RateClaim {
   /**
    * The row lock and advisory forms: reserves up to `want` slots in a short transaction of its
    * own, claims at most that many rows, and gives back the slots the claim did not use (all of
-   * them when it throws). A claim the rate holds back takes nothing and notes the next free slot.
+   * them when it throws), then calls `onGivenBack`. A claim the rate holds back takes nothing and
+   * notes the next free slot.
    */
   async aroundClaim<Row>(
     driver: Driver,
     want: number,
     claim: (limit: number) => Promise<Row[]>,
-    onReleaseError: (error: unknown) => void,
+    on: { readonly releaseError: (error: unknown) => void; readonly givenBack: () => void },
   ): Promise<Row[]> {
     let usedAt = 0;
     const reserved = await withTransaction(driver, this.#reservation, async (_transaction, connection) => {
@@ -314,8 +315,10 @@ export class RateLimiter implements RateClaim {
         await driver.execute(bindStatement(this.#release, { ...this.#queue, usedAt, unused }));
       } catch (error) {
         // The slots stay used until the window passes: the rate runs below its limit, never above.
-        onReleaseError(error);
+        on.releaseError(error);
+        return;
       }
+      on.givenBack();
     };
     let rows: Row[];
     try {

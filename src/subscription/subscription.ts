@@ -317,9 +317,10 @@ export class Subscription {
         const now = clock.now();
         const rate = spec.form === 'lease' ? undefined : this.#rate;
         if (rate === undefined) return form.claim(limit, now);
-        return rate.aroundClaim(driver, limit, (reserved) => form.claim(reserved, now), (error) =>
-          runtime.onError(error, { subscription: this.name, phase: 'rate release' }),
-        );
+        return rate.aroundClaim(driver, limit, (reserved) => form.claim(reserved, now), {
+          releaseError: (error) => runtime.onError(error, { subscription: this.name, phase: 'rate release' }),
+          givenBack: () => this.#loop?.rateSlotsGivenBack(),
+        });
       }),
       onClaimError: (error) => runtime.onError(error, { subscription: this.name, phase: 'claim' }),
       contentionOf,
