@@ -42,7 +42,11 @@ export interface RetentionStats {
   readonly isPruning: boolean;
 }
 
-/** One run as a test sees it: whether it held the lease, when it began and ended, what it deleted. */
+/**
+ * One run as a test sees it: whether it held the lease, when it began and ended, what it deleted.
+ * A run that held the lease began once it had taken it and ended before it let it go, so two
+ * holders' runs never overlap however close they follow each other.
+ */
 export interface RetentionRunReport {
   readonly table: string;
   readonly held: boolean;
@@ -139,14 +143,15 @@ export class Retainer {
     const spec = declaration.table.spec;
     const stats = this.#stats.get(spec.qualifiedName)!;
     const maintenance = parseMaintenanceTable(declaration.maintenanceTable, runtime.dialect.name);
-    const startedAt = Date.now();
+    const triedAt = Date.now();
     const deleted: Record<PrunedKind, number> = { processed: 0, deadLetter: 0 };
     if (!(await this.#takeLease(declaration, maintenance))) {
       stats.runsSkipped += 1;
-      this.testHooks.runEnded.emit({ table: spec.qualifiedName, held: false, startedAt, endedAt: Date.now(), deleted });
+      this.testHooks.runEnded.emit({ table: spec.qualifiedName, held: false, startedAt: triedAt, endedAt: Date.now(), deleted });
       return;
     }
-    let renewedAt = Date.now();
+    const startedAt = Date.now();
+    let renewedAt = startedAt;
     let isHeld = true;
     const beforeBatch = async (): Promise<boolean> => {
       if (Date.now() - renewedAt < MAINTENANCE_LEASE_MS / 3) return true;
@@ -181,8 +186,9 @@ export class Retainer {
       stats.runs += 1;
       stats.lastRunAt = new Date();
       stats.lastRunDeleted = Object.freeze({ ...deleted });
+      const endedAt = Date.now();
       if (isHeld) await this.#releaseLease(declaration, maintenance);
-      this.testHooks.runEnded.emit({ table: spec.qualifiedName, held: true, startedAt, endedAt: Date.now(), deleted });
+      this.testHooks.runEnded.emit({ table: spec.qualifiedName, held: true, startedAt, endedAt, deleted });
     }
   }
 
