@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineTable, HandlerError, Outcome, QueueError, type Message } from '../../src/index.js';
+import { defineTable, HandlerError, Outcome, QueueError, SchemaError, type Message } from '../../src/index.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
@@ -50,6 +50,24 @@ export function settleSuite(context: SuiteContext): void {
         await broker.stop();
         expect(messages.map((message) => message.payload).sort((a, b) => a.n - b.n)).toEqual([1, 2, 3].map((n) => ({ n, to: [`a${n}@example.com`] })));
         expect(broker.stats().subscriptions[0]!.decodeFailures).toBe(0);
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+      });
+
+      it('refuses a publish into a jsonb payload column not declared json with a SchemaError that names the declaration, writing nothing', async (test) => {
+        if (stand.kind !== 'postgres') test.skip();
+        const table = jobsTable({ form });
+        await createTable(stand, context.db, table);
+        await context.db.exec("ALTER TABLE jobs ALTER COLUMN payload TYPE jsonb USING convert_from(payload, 'UTF8')::jsonb");
+        const queue = table.queue<{ n: number }>('emails');
+        const broker = createBroker(context.db, context.brokers);
+        await broker.start();
+        for (const publish of [() => broker.publish(queue, { n: 1 }), () => broker.publishMany(queue, [{ payload: { n: 2 } }, { payload: { n: 3 } }])]) {
+          const error: unknown = await publish().catch((failure: unknown) => failure);
+          expect(error).toBeInstanceOf(SchemaError);
+          expect((error as Error).message).toBe(
+            'table "jobs": payload column "payload" is jsonb, which takes JSON text, not the bytes tablequeue writes by default; declare payload: { column: \'payload\', json: true } in defineTable',
+          );
+        }
         expect(await countRows(context.db, 'jobs')).toBe(0);
       });
 

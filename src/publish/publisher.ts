@@ -5,7 +5,7 @@ import type { Dialect } from '../dialect/dialect.js';
 import type { NotifyStatements } from '../dialect/notify.js';
 import { inTransaction, withConnection } from '../driver/connection-scope.js';
 import type { Connection, Driver, QueryResult } from '../driver/driver.js';
-import { DeclarationError } from '../errors.js';
+import { DeclarationError, SchemaError, StatementError } from '../errors.js';
 import { TIMEOUT_HEADER } from '../delivery/message-timeout.js';
 import { positiveMilliseconds } from '../option-checks.js';
 import { bindPositional, bindStatement, type BoundStatement, type Statement } from '../statement.js';
@@ -228,7 +228,7 @@ export class Publisher {
   ): Promise<T> {
     const { driver } = this.#options;
     const insertThenNotify = async (connection: Connection): Promise<T> => {
-      const result = await insert(connection);
+      const result = await insert(connection).catch(rethrowAsSchemaError(queue.table.spec));
       if (wroteRows(result)) await this.#notify(queue, connection);
       return result;
     };
@@ -257,7 +257,7 @@ export class Publisher {
     // One writer (SQLite): take the write lock at begin, not at the first insert.
     const statements = { begin: session.begin({ sqliteBegin: 'immediate' }), commit: session.commit(), rollback: session.rollback() };
     const written = await withConnection(driver, async (connection) => {
-      const inserted = await inTransaction(connection, statements, () => insert(connection));
+      const inserted = await inTransaction(connection, statements, () => insert(connection).catch(rethrowAsSchemaError(queue.table.spec)));
       if (inserted > 0) await this.#notify(queue, connection);
       return inserted;
     });
@@ -495,4 +495,29 @@ function withTimeoutHeader(spec: TableSpec, options: PublishOptions, where: stri
     );
   }
   return { ...options.headers, [TIMEOUT_HEADER]: String(timeoutMs) };
+}
+
+/** An insert's failure as it is, or as the `SchemaError` that says what to declare. */
+function rethrowAsSchemaError(spec: TableSpec): (error: unknown) => never {
+  return (error) => {
+    throw undeclaredJsonPayloadError(error, spec) ?? error;
+  };
+}
+
+/**
+ * Postgres: a payload written as bytes into a `jsonb` column, which reads binary input as its own
+ * format and refuses JSON text with "unsupported jsonb version number 123" (the `{`). As a
+ * `SchemaError` naming the declaration that fixes it; undefined for any other failure.
+ */
+function undeclaredJsonPayloadError(error: unknown, spec: TableSpec): SchemaError | undefined {
+  if (!(error instanceof StatementError) || spec.payloadHolds !== 'bytes' || spec.payload === undefined) return undefined;
+  const cause = error.cause instanceof Error ? error.cause.message : '';
+  // Raised as an internal error (SQLSTATE XX000): the message is all that tells it.
+  if (!/unsupported jsonb version number/.test(cause)) return undefined;
+  return new SchemaError({
+    table: spec.qualifiedName,
+    statement: error.statement,
+    message: `table "${spec.qualifiedName}": payload column "${spec.payload}" is jsonb, which takes JSON text, not the bytes tablequeue writes by default; declare payload: { column: '${spec.payload}', json: true } in defineTable`,
+    cause: error,
+  });
 }
