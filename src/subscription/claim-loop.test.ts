@@ -147,8 +147,8 @@ describe('ClaimLoop', () => {
   });
 
   it('claims again at once when slots were given back while a claim the rate held back ran, not after the window', async () => {
-    // Two claims side by side, each held back by slots a third reserved (another subscription's, or
-    // one of this loop's before them); those slots were given back before the second came back.
+    // Two claims side by side found no slot free while another claim of the subscription held the
+    // last one reserved; it gave the slot back unused before the second came back.
     const claims = new ScriptedClaims();
     const signals = new ClaimLoopSignals();
     const waits = [60_000, 60_000];
