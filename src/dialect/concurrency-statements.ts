@@ -394,12 +394,12 @@ function renderLockingKeySlotClaim(spec: TableSpec, columns: TableColumns, slotK
 function renderReadThenLockKeySlotClaim(spec: TableSpec, columns: TableColumns, slotKey: SlotKey): KeySlotClaim {
   const id = identifier(spec.id.column);
   const conditions = claimConditions(spec, 'rowLock');
-  const prefix = slotKey === 'ofKey' ? 'rowLock.candidatesOfKey' : 'rowLock.candidatesWithoutKey';
+  const candidatesName = slotKey === 'ofKey' ? 'rowLock.candidatesOfKey' : 'rowLock.candidatesWithoutKey';
   return {
     kind: 'readThenLock',
     candidates: renderStatement(
       BACKTICK_STYLE,
-      prefix,
+      candidatesName,
       sql`SELECT ${id} FROM ${tableOf(spec)}${whereAll([...conditions, slotKeyCondition(spec, slotKey)])} ORDER BY ${claimOrder(spec)} LIMIT ${param('limit')} OFFSET ${param('offset')}`,
     ),
     lock: renderStatement(

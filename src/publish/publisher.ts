@@ -228,7 +228,12 @@ export class Publisher {
   ): Promise<T> {
     const { driver } = this.#options;
     const insertThenNotify = async (connection: Connection): Promise<T> => {
-      const result = await insert(connection).catch(rethrowAsSchemaError(queue.table.spec));
+      let result: T;
+      try {
+        result = await insert(connection);
+      } catch (error) {
+        throw asSchemaError(error, queue.table.spec);
+      }
       if (wroteRows(result)) await this.#notify(queue, connection);
       return result;
     };
@@ -257,7 +262,13 @@ export class Publisher {
     // One writer (SQLite): take the write lock at begin, not at the first insert.
     const statements = { begin: session.begin({ sqliteBegin: 'immediate' }), commit: session.commit(), rollback: session.rollback() };
     const written = await withConnection(driver, async (connection) => {
-      const inserted = await inTransaction(connection, statements, () => insert(connection).catch(rethrowAsSchemaError(queue.table.spec)));
+      const inserted = await inTransaction(connection, statements, async () => {
+        try {
+          return await insert(connection);
+        } catch (error) {
+          throw asSchemaError(error, queue.table.spec);
+        }
+      });
       if (inserted > 0) await this.#notify(queue, connection);
       return inserted;
     });
@@ -498,10 +509,8 @@ function withTimeoutHeader(spec: TableSpec, options: PublishOptions, where: stri
 }
 
 /** An insert's failure as it is, or as the `SchemaError` that says what to declare. */
-function rethrowAsSchemaError(spec: TableSpec): (error: unknown) => never {
-  return (error) => {
-    throw undeclaredJsonPayloadError(error, spec) ?? error;
-  };
+function asSchemaError(error: unknown, spec: TableSpec): unknown {
+  return undeclaredJsonPayloadError(error, spec) ?? error;
 }
 
 /**
