@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { runCliHere } from '../../src/cli/run-cli.fixture.js';
+import { openDashboard } from '../../src/dashboard/dashboard.js';
 import { createDriver } from '../../src/driver/create-driver.js';
 import { DeclarationError, Outcome, UnsupportedError, type HandlerTransaction } from '../../src/index.js';
 import { Collector, countRows, createBroker, createTable, formsOf, jobsTable, untilStats } from '../fixtures.js';
@@ -101,6 +103,37 @@ export function poolerSuite(context: SuiteContext): void {
         expect(await countRows(context.db, 'jobs')).toBe(0);
       });
     }
+
+    it(`the command line with --pooler ${mode} and the dashboard with pooler: '${mode}' read, pause and resume through the pooler`, async () => {
+      const url = context.db.url!;
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers);
+      await broker.start();
+      await broker.publishMany(table.queue('emails'), [{ payload: { n: 1 } }, { payload: { n: 2 } }, { payload: { n: 3 } }]);
+      await broker.stop();
+      const flags = ['--database', url, '--table', 'jobs', '--pooler', mode];
+
+      const paused = await runCliHere(['pause', ...flags, '--queue', 'emails']);
+      expect(paused.stderr).toBe('');
+      expect(paused.code).toBe(0);
+      const [stats, peek] = await Promise.all([runCliHere(['stats', ...flags, '--json']), runCliHere(['peek', ...flags, '--json'])]);
+      expect(stats.stderr).toBe('');
+      const groups = (JSON.parse(stats.stdout) as { groups: { group: string; ready: number; paused: boolean }[] }).groups;
+      expect(groups.map(({ group, ready, paused: isPaused }) => ({ group, ready, isPaused }))).toEqual([{ group: 'emails', ready: 3, isPaused: true }]);
+      expect(peek.stderr).toBe('');
+      expect((JSON.parse(peek.stdout) as { payload: unknown }[]).map((row) => row.payload)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      const resumed = await runCliHere(['resume', ...flags, '--queue', 'emails']);
+      expect(resumed.code).toBe(0);
+
+      const dashboard = await openDashboard({ database: url, tables: ['jobs'], pooler: mode, port: 0 });
+      try {
+        const config = (await (await fetch(`${dashboard.url}api/config`)).json()) as { database: string };
+        expect(config.database).toMatch(mode === 'transaction' ? /, through a transaction pooler \(declared\)$/ : /, through a session pooler$/);
+      } finally {
+        await dashboard.close();
+      }
+    });
 
     it("publishes in the service's own transactions on its own pool: the committed messages are handled, the rolled-back one never", async () => {
       const table = jobsTable({ form: 'lease' });

@@ -9,8 +9,8 @@ import {
 } from '../dialect/inspection-statements.js';
 import { LAST_ERROR_HEADER } from '../dialect/last-error-header.js';
 import { withTransaction } from '../driver/connection-scope.js';
-import { createDriver } from '../driver/create-driver.js';
-import type { Connection, Driver } from '../driver/driver.js';
+import { createDriver, refusePoolerOffPostgres } from '../driver/create-driver.js';
+import type { Connection, Driver, PoolerMode } from '../driver/driver.js';
 import { DeclarationError, SchemaError, StatementError, UnsupportedError } from '../errors.js';
 import { bindStatement, type ParamValues } from '../statement.js';
 import { parseDeadLetterTable, createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
@@ -43,6 +43,11 @@ export interface QueueInspectorOptions {
   readonly deadLetter?: DeadLetterLocation;
   /** Column names where they differ from `tablequeue init`'s. */
   readonly columns?: InspectorColumnNames;
+  /**
+   * PostgreSQL through a pooler opened from a URL: its mode, as the broker's `pooler` option
+   * declares it. Without it the inspector looks for one; a driver passed as `database` keeps its own.
+   */
+  readonly pooler?: PoolerMode;
 }
 
 /** `tablequeue init`'s column names, which the inspector looks for by default. */
@@ -79,9 +84,10 @@ export async function openQueueInspector(options: QueueInspectorOptions): Promis
     throw new DeclarationError('openQueueInspector needs { database, table }');
   }
   const ownsDriver = typeof options.database === 'string';
-  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: 2 }) : options.database;
-  if (ownsDriver) await driver.open();
+  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: 2, pooler: options.pooler }) : options.database;
   try {
+    refusePoolerOffPostgres(driver, options.pooler, 'pooler');
+    if (ownsDriver) await driver.open();
     const dialect = await openDialect(driver);
     const statements = createInspectionStatements(dialect.name);
     const probeSpec = createTableSpec({ table: options.table, id: options.columns?.id ?? INIT_COLUMN_NAMES.id, ...schemaOf(options.schema) });

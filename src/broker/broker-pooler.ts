@@ -1,3 +1,4 @@
+import { refusePoolerOffPostgres } from '../driver/create-driver.js';
 import type { Driver, PoolerMode } from '../driver/driver.js';
 import { DeclarationError, UnsupportedError } from '../errors.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -15,13 +16,7 @@ export function isTransactionPooled(driver: Driver): boolean {
  */
 export function checkPooler(options: { readonly pooler: PoolerMode | undefined }, driver: Driver, tables: readonly TableSpec[]): void {
   const { pooler } = options;
-  if (pooler !== undefined && driver.kind !== 'postgres') {
-    throw new UnsupportedError({
-      database: driver.kind,
-      feature: 'pooler',
-      message: `pooler is for PostgreSQL poolers such as PgBouncer, and the database is ${driver.description}; remove the option`,
-    });
-  }
+  refusePoolerOffPostgres(driver, pooler, 'pooler');
   if (driver.pooler?.found === 'transaction' && pooler !== 'transaction') {
     throw new DeclarationError(
       `${driver.description} is a transaction pooler (PgBouncer's pool_mode = transaction, or alike): a session's ` +

@@ -22,3 +22,13 @@ describe('Broker start on a database that is not a Galera node', () => {
     expect((failure as Error).message).toMatch(/^galera is for MySQL and MariaDB Galera clusters, and the database is sqlite .*; remove the option$/);
   });
 });
+
+describe('Broker start on a database that is not PostgreSQL', () => {
+  it('refuses the pooler option, which only PostgreSQL poolers take', async () => {
+    const broker = new Broker({ database: 'sqlite::memory:', pooler: 'transaction' });
+    const failure = await broker.start().catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(UnsupportedError);
+    expect(failure).toMatchObject({ feature: 'pooler', database: 'sqlite' });
+    expect((failure as Error).message).toMatch(/^pooler is for PostgreSQL poolers such as PgBouncer, and the database is sqlite in memory; remove it$/);
+  });
+});

@@ -51,7 +51,7 @@ export async function runCancelCommand(args: string[], io: CliIo): Promise<numbe
   const options = inspectorOptionsOf('cancel', values, CANCEL_USAGE, io.env);
   const id = values.id;
   if (id === undefined || id === '') throw new UsageError(`cancel needs --id ID\n\n${CANCEL_USAGE}`);
-  const driver = createDriver(options.database as string, { poolSize: 2 });
+  const driver = createDriver(options.database as string, { poolSize: 2, pooler: options.pooler });
   await driver.open();
   try {
     const inspector = await openQueueInspector({ ...options, database: driver });

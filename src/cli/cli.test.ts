@@ -117,6 +117,23 @@ describe('tablequeue command line', () => {
     expect(neither.stderr).toMatch(/--id \(repeatable\) or --all/);
   });
 
+  it('takes --pooler transaction or session, only with a PostgreSQL URL, and refuses it before connecting', async () => {
+    const [mode, mysql, sqlite, schedules] = await Promise.all([
+      runCliHere(['stats', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--pooler', 'statement']),
+      runCliHere(['peek', '--database', 'mysql://nowhere.invalid/db', '--table', 'jobs', '--pooler', 'transaction']),
+      runCliHere(['pause', '--database', 'sqlite::memory:', '--table', 'jobs', '--pooler', 'session']),
+      runCliHere(['schedules', '--pooler', 'transaction'], { DATABASE_URL: 'mariadb://nowhere.invalid/db' }),
+    ]);
+    expect(mode.code).toBe(2);
+    expect(mode.stderr).toMatch(/--pooler takes the pooler's pool_mode, transaction or session; got "statement"/);
+    for (const refused of [mysql, schedules]) {
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/--pooler is for PostgreSQL through PgBouncer or a pooler like it, and the URL is a mysql one; remove --pooler/);
+    }
+    expect(sqlite.code).toBe(2);
+    expect(sqlite.stderr).toMatch(/the URL is a sqlite one; remove --pooler/);
+  });
+
   it('exits 2, the usage code, on peek --dead-letters without saying where the dead letters are', async () => {
     const result = await runCliHere(['peek', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--dead-letters']);
     expect(result.code).toBe(2);

@@ -56,7 +56,7 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
   }
   const tables = values.table ?? [];
   // Every table is read with the same dead-letter location, schema and column names.
-  const { database, schema, deadLetter, columns } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] ?? '' }, DASHBOARD_USAGE, io.env);
+  const { database, schema, deadLetter, columns, pooler } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] ?? '' }, DASHBOARD_USAGE, io.env);
   if (tables.length === 0) throw new UsageError(`dashboard needs at least one --table\n\n${DASHBOARD_USAGE}`);
   const allowedHosts = values['allowed-host'] ?? [];
   try {
@@ -70,6 +70,7 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
     ...(schema === undefined ? {} : { schema }),
     ...(deadLetter === undefined ? {} : { deadLetter }),
     ...(columns === undefined ? {} : { columns }),
+    ...(pooler === undefined ? {} : { pooler }),
     ...(values['heartbeat-table'] === undefined ? {} : { heartbeatTable: values['heartbeat-table'] }),
     ...(values['schedules-table'] === undefined ? {} : { schedulesTable: values['schedules-table'] }),
     ...(values['queue-controls-table'] === undefined ? {} : { queueControlsTable: values['queue-controls-table'] }),

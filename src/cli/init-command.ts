@@ -5,7 +5,7 @@ import type { DdlDialectName } from '../definition/define-table.js';
 import type { Dialect } from '../dialect/dialect.js';
 import { checkMysqlServerVersion } from '../dialect/mysql/mysql-dialect.js';
 import { createDriver } from '../driver/create-driver.js';
-import type { Driver } from '../driver/driver.js';
+import type { Driver, PoolerMode } from '../driver/driver.js';
 import { parseDatabaseUrl } from '../driver/database-url.js';
 import { bindStatement } from '../statement.js';
 import { SchemaError, StatementError } from '../errors.js';
@@ -14,7 +14,7 @@ import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { createSchedulesTableSql } from '../schedule/schedules-table.js';
 import { INIT_FLAGS } from './command-flags.js';
 import { sideTablesScript } from './side-table-catalogue.js';
-import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
+import { DATABASE_FLAGS_HELP, databaseTargetOf } from './inspector-flags.js';
 import { UsageError } from './usage-error.js';
 import { writeLine, type CliIo } from './cli-io.js';
 
@@ -88,9 +88,9 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
     writeLine(io.stdout, INIT_USAGE);
     return 0;
   }
-  const database = databaseUrlOf('init', values, INIT_USAGE, io.env);
+  const { url: database, pooler } = databaseTargetOf('init', values, INIT_USAGE, io.env);
   if (values['side-tables'] === true) return printSideTables(database, values, io);
-  if (values.schedules === true) return initSchedulesTable(database, values, io);
+  if (values.schedules === true) return initSchedulesTable(database, pooler, values, io);
   if (values['schedules-table'] !== undefined) throw new UsageError('--schedules-table names the table --schedules creates; add --schedules');
   if (values.table === undefined) throw new UsageError(`init needs --table\n\n${INIT_USAGE}`);
   const declaration = initDeclaration({ ...values, table: values.table });
@@ -99,7 +99,7 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
     writeLine(io.stdout, `${table.createTableSql(ddlDialectOf(database)).join(';\n\n')};`);
     return 0;
   }
-  const driver = createDriver(database);
+  const driver = createDriver(database, { pooler });
   await driver.open();
   try {
     // The server, not the URL's scheme, says MySQL or MariaDB: a mysql:// URL reaches either,
@@ -137,7 +137,7 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
  * `init --schedules`: the schedules table, created if missing (its DDL says IF NOT EXISTS), on
  * the server's own flavour; no queue table flags apply.
  */
-async function initSchedulesTable(database: string, values: InitSchedulesFlags, io: CliIo): Promise<number> {
+async function initSchedulesTable(database: string, pooler: PoolerMode | undefined, values: InitSchedulesFlags, io: CliIo): Promise<number> {
   const layoutFlags = LAYOUT_FLAG_NAMES.filter((name) => values[name] !== undefined);
   if (layoutFlags.length > 0) {
     throw new UsageError(`--schedules creates the schedules table only; drop ${layoutFlags.map((name) => `--${name}`).join(', ')}`);
@@ -147,7 +147,7 @@ async function initSchedulesTable(database: string, values: InitSchedulesFlags, 
     writeLine(io.stdout, `${createSchedulesTableSql(ddlDialectOf(database), table)};`);
     return 0;
   }
-  const driver = createDriver(database);
+  const driver = createDriver(database, { pooler });
   await driver.open();
   try {
     const ddlDialect = await ddlDialectOfServer(driver, await openDialect(driver));

@@ -1,5 +1,7 @@
 import { INIT_COLUMN_NAMES, type QueueInspectorOptions, type InspectorColumnNames } from '../admin/open-queue-inspector.js';
 import type { DeadLetterLocation } from '../admin/inspection.js';
+import { parseDatabaseUrl } from '../driver/database-url.js';
+import type { PoolerMode } from '../driver/driver.js';
 import { UsageError } from './usage-error.js';
 
 /** Where a command finds the database URL when `--database` is not given. */
@@ -9,17 +11,48 @@ export const DEFAULT_DATABASE_ENV = 'DATABASE_URL';
 export const DATABASE_FLAGS = {
   database: { type: 'string' },
   'database-env': { type: 'string' },
+  pooler: { type: 'string' },
 } as const;
 
 /** Their help text. */
 export const DATABASE_FLAGS_HELP = `  --database URL            postgres://…, mysql://…, mariadb://…, sqlite:./queue.db; without it,
                             the URL is read from $${DEFAULT_DATABASE_ENV}, which keeps a password out of
                             the process list that every user of the machine can read
-  --database-env NAME       read the URL from the environment variable NAME instead`;
+  --database-env NAME       read the URL from the environment variable NAME instead
+  --pooler MODE             PostgreSQL through PgBouncer or a pooler like it: its pool_mode,
+                            transaction or session (the broker's pooler option); without it the
+                            command looks for a pooler, and can miss a busy transaction pooler`;
 
 export interface DatabaseFlagValues {
   readonly database?: string | undefined;
   readonly 'database-env'?: string | undefined;
+  readonly pooler?: string | undefined;
+}
+
+/** The URL and the pooler the flags name. */
+export interface DatabaseTarget {
+  readonly url: string;
+  readonly pooler: PoolerMode | undefined;
+}
+
+/** `databaseUrlOf` with `--pooler`, which takes transaction or session, and only for a PostgreSQL URL. */
+export function databaseTargetOf(
+  command: string,
+  values: DatabaseFlagValues,
+  usage: string,
+  environment: Readonly<Record<string, string | undefined>>,
+): DatabaseTarget {
+  const url = databaseUrlOf(command, values, usage, environment);
+  const { pooler } = values;
+  if (pooler === undefined) return { url, pooler };
+  if (pooler !== 'transaction' && pooler !== 'session') {
+    throw new UsageError(`--pooler takes the pooler's pool_mode, transaction or session; got "${pooler}"`);
+  }
+  const { kind } = parseDatabaseUrl(url);
+  if (kind !== 'postgres') {
+    throw new UsageError(`--pooler is for PostgreSQL through PgBouncer or a pooler like it, and the URL is a ${kind} one; remove --pooler`);
+  }
+  return { url, pooler };
 }
 
 /**
@@ -27,7 +60,7 @@ export interface DatabaseFlagValues {
  * `DATABASE_URL`. A command line shows in `ps` to every local user, the environment only to
  * the same user and root, so a URL with a password belongs in the environment.
  */
-export function databaseUrlOf(
+function databaseUrlOf(
   command: string,
   values: DatabaseFlagValues,
   usage: string,
@@ -89,7 +122,7 @@ export function inspectorOptionsOf(
   usage: string,
   environment: Readonly<Record<string, string | undefined>>,
 ): QueueInspectorOptions {
-  const database = databaseUrlOf(command, values, usage, environment);
+  const { url: database, pooler } = databaseTargetOf(command, values, usage, environment);
   if (values.table === undefined) throw new UsageError(`${command} needs --table\n\n${usage}`);
   let deadLetter: DeadLetterLocation | undefined;
   if (values['dead-letter-group'] !== undefined && values['dead-letter-table'] !== undefined) {
@@ -113,5 +146,6 @@ export function inspectorOptionsOf(
     ...(values.schema === undefined ? {} : { schema: values.schema }),
     ...(deadLetter === undefined ? {} : { deadLetter }),
     ...(Object.keys(columns).length === 0 ? {} : { columns: columns as InspectorColumnNames }),
+    ...(pooler === undefined ? {} : { pooler }),
   };
 }

@@ -7,7 +7,7 @@ import { validateQueueName } from '../definition/queue-name.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import { writeLine, type CliIo } from './cli-io.js';
 import { PAUSE_FLAGS } from './command-flags.js';
-import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
+import { DATABASE_FLAGS_HELP, databaseTargetOf } from './inspector-flags.js';
 import { printable } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 
@@ -51,7 +51,7 @@ async function runControl(action: 'pause' | 'resume', usage: string, args: strin
     writeLine(io.stdout, usage);
     return 0;
   }
-  const database = databaseUrlOf(action, values, usage, io.env);
+  const { url: database, pooler } = databaseTargetOf(action, values, usage, io.env);
   if (values.table === undefined) throw new UsageError(`${action} needs --table NAME\n\n${usage}`);
   const queueTable = values.schema === undefined ? values.table : `${values.schema}.${values.table}`;
   try {
@@ -61,7 +61,7 @@ async function runControl(action: 'pause' | 'resume', usage: string, args: strin
   }
   const queueName = values.queue === undefined ? WHOLE_TABLE_QUEUE_NAME : checkedQueueName(values.queue);
   const key: QueueControlKey = { queueTable, queueName };
-  const driver = createDriver(database, { poolSize: 1 });
+  const driver = createDriver(database, { poolSize: 1, pooler });
   await driver.open();
   try {
     const dialect = await openDialect(driver);

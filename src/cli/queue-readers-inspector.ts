@@ -40,7 +40,7 @@ export async function openQueueReadersInspector(
   queueControlsTable: string,
 ): Promise<QueueReadersInspector> {
   const ownsDriver = typeof options.database === 'string';
-  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: 2 }) : options.database;
+  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: 2, pooler: options.pooler }) : options.database;
   if (ownsDriver) await driver.open();
   try {
     const inspector = await openQueueInspector({ ...options, database: driver });

@@ -50,7 +50,7 @@ export async function runRequeueCommand(args: string[], io: CliIo): Promise<numb
       `dead letters in group "${options.deadLetter.group}" no longer say which group they came from; name it with --to-group`,
     );
   }
-  const driver = createDriver(options.database, { poolSize: 2 });
+  const driver = createDriver(options.database, { poolSize: 2, pooler: options.pooler });
   await driver.open();
   try {
     const inspector = await openQueueInspector({ ...options, database: driver });

@@ -6,7 +6,7 @@ import { createDriver } from '../driver/create-driver.js';
 import { SchemaError } from '../errors.js';
 import { writeLine, type CliIo } from './cli-io.js';
 import { SCHEDULES_FLAGS } from './command-flags.js';
-import { DATABASE_FLAGS_HELP, databaseUrlOf } from './inspector-flags.js';
+import { DATABASE_FLAGS_HELP, databaseTargetOf } from './inspector-flags.js';
 import { formatCount, formatTable, jsonForTerminal, paintFor, printable, type Paint } from './terminal-output.js';
 
 const SCHEDULES_USAGE = `usage: tablequeue schedules --database URL [options]
@@ -27,9 +27,9 @@ export async function runSchedulesCommand(args: string[], io: CliIo): Promise<nu
     writeLine(io.stdout, SCHEDULES_USAGE);
     return 0;
   }
-  const database = databaseUrlOf('schedules', values, SCHEDULES_USAGE, io.env);
+  const { url: database, pooler } = databaseTargetOf('schedules', values, SCHEDULES_USAGE, io.env);
   const table = values['schedules-table'] ?? DEFAULT_SCHEDULES_TABLE;
-  const driver = createDriver(database, { poolSize: 1 });
+  const driver = createDriver(database, { poolSize: 1, pooler });
   await driver.open();
   try {
     const listing = new ScheduleListing({ driver, database: (await openDialect(driver)).name, table });

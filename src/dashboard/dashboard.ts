@@ -6,8 +6,8 @@ import { QueueControls, type PausedQueue } from '../broker/queue-controls.js';
 import { DEFAULT_QUEUE_CONTROLS_TABLE, WHOLE_TABLE_QUEUE_NAME } from '../dialect/queue-control-statements.js';
 import { DEFAULT_HEARTBEAT_TABLE } from '../dialect/heartbeat-statements.js';
 import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
-import { createDriver } from '../driver/create-driver.js';
-import type { Driver } from '../driver/driver.js';
+import { createDriver, refusePoolerOffPostgres } from '../driver/create-driver.js';
+import type { Driver, PoolerFinding, PoolerMode } from '../driver/driver.js';
 import { DeclarationError } from '../errors.js';
 import { checkAllowedHosts } from '../internal/host-allow-list.js';
 import { MAX_TIMER_MS } from '../option-checks.js';
@@ -48,6 +48,11 @@ export interface DashboardOptions {
   readonly port?: number;
   /** How often the tables are inspected and the page refreshes. Default 2,000 ms. */
   readonly refreshMs?: number;
+  /**
+   * PostgreSQL through a pooler opened from a URL: its mode, as the broker's `pooler` option
+   * declares it. Without it the dashboard looks for one; a driver passed as `database` keeps its own.
+   */
+  readonly pooler?: PoolerMode;
   /** Failed inspections; the page shows them too. */
   readonly onError?: (error: unknown, detail: Record<string, unknown>) => void;
 }
@@ -82,7 +87,8 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
   }
   checkAllowedHosts(options.allowedHosts, 'allowedHosts');
   const ownsDriver = typeof options.database === 'string';
-  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: POOL_SIZE }) : options.database;
+  const driver = typeof options.database === 'string' ? createDriver(options.database, { poolSize: POOL_SIZE, pooler: options.pooler }) : options.database;
+  refusePoolerOffPostgres(driver, options.pooler, 'pooler');
   if (ownsDriver) await driver.open();
   const closing: (() => Promise<void>)[] = ownsDriver ? [() => driver.close()] : [];
   const closeAll = async () => {
@@ -120,7 +126,7 @@ export async function openDashboard(options: DashboardOptions): Promise<Dashboar
         heartbeatTable,
         schedulesTable,
         queueControlsTable,
-        database: driver.description,
+        database: `${driver.description}${poolerShown(driver.pooler)}`,
       },
       queues: () => {
         const paused = sampler.paused();
@@ -231,4 +237,14 @@ function deadLetterView(row: PeekedRow): DeadLetterView {
     lastError: row.lastError,
     payloadPreview: text.length > PAYLOAD_PREVIEW_CHARACTERS ? `${text.slice(0, PAYLOAD_PREVIEW_CHARACTERS)}…` : text,
   };
+}
+
+/** The pooler in front of a PostgreSQL database as the page names it after the database; empty where there is none. */
+export function poolerShown(finding: PoolerFinding | undefined): string {
+  if (finding === undefined) return '';
+  const { declared, found } = finding;
+  if (found === undefined) return declared === undefined ? '' : `, through a ${declared} pooler (declared)`;
+  if (found === 'none') return declared === undefined ? '' : `, no pooler found (${declared} declared)`;
+  if (found === declared) return `, through a ${found} pooler`;
+  return `, through a ${found} pooler (found${declared === undefined ? '' : `; ${declared} declared`})`;
 }

@@ -1,4 +1,4 @@
-import { DeclarationError } from '../errors.js';
+import { DeclarationError, UnsupportedError } from '../errors.js';
 import { BetterSqlite3Driver } from './better-sqlite3/better-sqlite3-driver.js';
 import { isBetterSqlite3DatabaseLike } from './better-sqlite3/better-sqlite3-like.js';
 import { parseDatabaseUrl } from './database-url.js';
@@ -47,6 +47,19 @@ export function createDriver(database: string | object, options: CreateDriverOpt
     `the database option takes a URL (postgres://…, mysql://…, mariadb://…, sqlite:…), a pg.Pool, ` +
       `a mysql2 pool or a better-sqlite3 Database; got ${describeValue(database)}`,
   );
+}
+
+/**
+ * A pooler declared for a database that is not PostgreSQL, refused: the declaration would change
+ * nothing there, and is most likely meant for another URL. `declaredBy` names the option or flag.
+ */
+export function refusePoolerOffPostgres(driver: Driver, pooler: PoolerMode | undefined, declaredBy: string): void {
+  if (pooler === undefined || driver.kind === 'postgres') return;
+  throw new UnsupportedError({
+    database: driver.kind,
+    feature: 'pooler',
+    message: `${declaredBy} is for PostgreSQL poolers such as PgBouncer, and the database is ${driver.description}; remove it`,
+  });
 }
 
 function resolvePoolSize(poolSize: number | undefined): number {
