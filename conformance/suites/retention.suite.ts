@@ -1,12 +1,13 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { retentionTestHooksOf } from '../../src/broker/broker.js';
 import { runCliHere } from '../../src/cli/run-cli.fixture.js';
 import { createRetentionStatements } from '../../src/dialect/retention-statements.js';
 import { untilSignalled } from '../../src/internal/test-signal.js';
-import type { Broker, Queue, QueueTable } from '../../src/index.js';
+import { defineTable, Outcome, type Broker, type Queue, type QueueTable } from '../../src/index.js';
 import type { RetentionRunReport } from '../../src/retention/retainer.js';
 import { bindStatement } from '../../src/statement.js';
-import { Collector, countRows, createBroker, createTable, formsOf, jobsTable, placeholder } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, placeholder, untilStats } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
 
 const HOUR_MS = 3_600_000;
@@ -112,7 +113,7 @@ export function retentionSuite(context: SuiteContext): void {
             `claim latency before: median ${median(before)} ms, max ${Math.max(...before)} ms (${before.length} claims); ` +
             `during: median ${median(during)} ms, max ${Math.max(...during)} ms (${during.length} claims)`,
         );
-        expect(report.deleted).toEqual({ processed: filled.oldProcessed, deadLetter: filled.oldDeadLetters });
+        expect(report.deleted).toEqual({ processed: filled.oldProcessed, deadLetter: filled.oldDeadLetters, dedupeWindow: 0 });
         expect(await countRows(context.db, 'jobs', "queue = 'done'")).toBe(filled.recentProcessed);
         expect(await countRows(context.db, 'jobs', "queue = 'dead'")).toBe(filled.recentDeadLetters);
         expect(await countRows(context.db, 'jobs', "queue = 'waiting'")).toBe(filled.oldWaiting);
@@ -134,6 +135,48 @@ export function retentionSuite(context: SuiteContext): void {
         expect(metrics).toContain(`tablequeue_pruned_rows_total{table="jobs",kind="deadLetter"} ${filled.oldDeadLetters}`);
       });
     }
+
+    it("dedupeWindows: deletes the table's passed dedupeForMs windows in batches, and keeps open ones and other tables'", async () => {
+      const keyed = (name: string) => defineTable({ ...jobsDeclaration({ form: 'lease', name }), dedupeKey: 'dedupe_key' });
+      const table = keyed('jobs');
+      const other = keyed('other_jobs');
+      await createTable(stand, context.db, table);
+      await createTable(stand, context.db, other);
+      const windows = { dedupeWindowsTable: 'retained_windows' };
+      const publisher = createBroker(context.db, context.brokers, windows);
+      publisher.subscribe(table.queue('emails'), () => Outcome.ack());
+      await publisher.start();
+      const passingMs = 50;
+      for (let index = 0; index < 5; index += 1) {
+        await publisher.publish(table.queue('emails'), {}, { dedupeKey: `open-${index}`, dedupeForMs: HOUR_MS });
+      }
+      for (let index = 0; index < 30; index += 1) {
+        await publisher.publish(table.queue('emails'), {}, { dedupeKey: `passed-${index}`, dedupeForMs: passingMs });
+      }
+      for (let index = 0; index < 3; index += 1) {
+        await publisher.publish(other.queue('emails'), {}, { dedupeKey: `passed-${index}`, dedupeForMs: passingMs });
+      }
+      const lastOpenedAt = Date.now();
+      await untilStats(publisher, table.queue('emails'), (stats) => stats.acked === 35, 'every row acked, so only the windows hold keys');
+      // The windows are the publishing host's time: wait until the short ones have passed on it.
+      await delay(Math.max(0, lastOpenedAt + passingMs + 10 - Date.now()));
+
+      const retainer = createBroker(context.db, context.brokers, windows);
+      retainer.retain(table, { dedupeWindows: true, batchSize: 8, pauseMs: 0 });
+      const hooks = retentionTestHooksOf(retainer);
+      hooks.batchDeleted.turnOn();
+      const runEnded = hooks.runEnded.next({ matches: (report) => report.held, what: 'the first retention run', timeoutMs: 30_000 });
+      await retainer.start();
+      const report = await runEnded;
+      expect(report.deleted).toEqual({ processed: 0, deadLetter: 0, dedupeWindow: 30 });
+      expect(hooks.batchDeleted.pending.map((batch) => batch.rowCount)).toEqual([8, 8, 8, 6]);
+      expect(await countRows(context.db, 'retained_windows', "queue_table = 'jobs'")).toBe(5);
+      expect(await countRows(context.db, 'retained_windows', "queue_table = 'other_jobs'")).toBe(3);
+      expect(retainer.metrics()).toContain('tablequeue_pruned_rows_total{table="jobs",kind="dedupeWindow"} 30');
+      // A key whose window was deleted opens a new one; an open window still refuses its key.
+      expect((await publisher.publish(table.queue('emails'), {}, { dedupeKey: 'passed-0', dedupeForMs: HOUR_MS })).status).toBe('published');
+      expect((await publisher.publish(table.queue('emails'), {}, { dedupeKey: 'open-0', dedupeForMs: HOUR_MS })).status).toBe('duplicate');
+    });
 
     it('two brokers retaining one table: one prunes at a time, through the maintenance lease', async () => {
       const table = jobsTable({ form: 'lease', mark: true });
@@ -264,6 +307,43 @@ export function retentionSuite(context: SuiteContext): void {
       const badAge = await runCliHere([...base, '--processed-older-than', '7']);
       expect(badAge.code).toBe(2);
       expect(badAge.stderr).toContain('--processed-older-than takes an age such as 7d, 12h, 30m, 90s or 500ms, got "7"');
+    });
+
+    it('tablequeue prune --dedupe-windows counts with --dry-run, then deletes the passed windows; a missing windows table is named', async () => {
+      const table = defineTable({ ...jobsDeclaration({ form: 'lease' }), dedupeKey: 'dedupe_key' });
+      await createTable(stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers);
+      broker.subscribe(table.queue('emails'), () => Outcome.ack());
+      await broker.start();
+      const passingMs = 20;
+      for (let index = 0; index < 12; index += 1) {
+        await broker.publish(table.queue('emails'), {}, { dedupeKey: `passed-${index}`, dedupeForMs: passingMs });
+      }
+      await broker.publish(table.queue('emails'), {}, { dedupeKey: 'open', dedupeForMs: HOUR_MS });
+      const lastOpenedAt = Date.now();
+      await untilStats(broker, table.queue('emails'), (stats) => stats.acked === 13, 'every row acked');
+      await broker.stop();
+      await delay(Math.max(0, lastOpenedAt + passingMs + 10 - Date.now()));
+
+      const base = ['prune', '--database', context.db.url!, '--table', 'jobs', '--dedupe-windows'];
+      expect(await runCliHere([...base, '--dry-run'])).toEqual({
+        code: 0,
+        stdout: 'would delete 12 passed dedupe windows of table "jobs" in "tablequeue_dedupe_windows"\n',
+        stderr: '',
+      });
+      expect(await runCliHere([...base, '--batch', '5', '--pause-ms', '0'])).toEqual({
+        code: 0,
+        stdout: 'deleted 12 passed dedupe windows of table "jobs" in "tablequeue_dedupe_windows"\n',
+        stderr: '',
+      });
+      expect(await countRows(context.db, 'tablequeue_dedupe_windows')).toBe(1);
+
+      const missing = await runCliHere([...base, '--dedupe-windows-table', 'no_windows']);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain('the dedupe windows table "no_windows" cannot be read (');
+      const withoutFlag = await runCliHere(['prune', '--database', context.db.url!, '--table', 'jobs', '--dedupe-windows-table', 'w']);
+      expect(withoutFlag.code).toBe(2);
+      expect(withoutFlag.stderr).toContain('add --dedupe-windows');
     });
   });
 }

@@ -15,6 +15,7 @@ import { DeclarationError, SchemaError, StatementError, UnsupportedError } from 
 import { bindStatement, type ParamValues } from '../statement.js';
 import { parseDeadLetterTable, createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
 import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from './inspection.js';
+import { DedupeWindowPruner } from '../retention/dedupe-window-pruner.js';
 import { Pruner } from '../retention/pruner.js';
 
 /**
@@ -142,6 +143,12 @@ export class TableQueueInspector implements QueueInspector {
   pruner(): { readonly pruner: Pruner; readonly deadLetters: DeadLetterTarget | undefined } {
     const { driver, dialect, spec, deadLetter } = this.#parts;
     return { pruner: new Pruner({ driver, dialect, spec }), deadLetters: deadLetter?.target };
+  }
+
+  /** What deletes the table's passed `dedupeForMs` windows from `windowsTable` (`tablequeue prune --dedupe-windows`). */
+  dedupeWindowPruner(windowsTable: string): DedupeWindowPruner {
+    const { driver, dialect, spec } = this.#parts;
+    return new DedupeWindowPruner({ driver, dialect, windowsTable, queueTable: spec.qualifiedName });
   }
 
   async inspect(): Promise<TableInspection> {

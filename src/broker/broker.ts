@@ -322,6 +322,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
       await this.#retention.open({
         driver,
         dialect,
+        dedupeWindowsTable: this.#options.dedupeWindowsTable,
         onError: (error, detail) => this.#reportError(error, detail),
         observability: this.#observability,
       });

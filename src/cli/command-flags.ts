@@ -55,6 +55,8 @@ export const PRUNE_FLAGS = {
   ...INSPECTOR_FLAGS,
   'processed-older-than': { type: 'string' },
   'dead-letters-older-than': { type: 'string' },
+  'dedupe-windows': { type: 'boolean' },
+  'dedupe-windows-table': { type: 'string' },
   batch: { type: 'string' },
   'pause-ms': { type: 'string' },
   'dry-run': { type: 'boolean' },

@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { openQueueInspector } from '../admin/open-queue-inspector.js';
+import { DEFAULT_DEDUPE_WINDOWS_TABLE } from '../dialect/dedupe-window-statements.js';
 import { checkPrunable, MAX_PRUNE_BATCH_SIZE, type PruneTarget } from '../dialect/retention-statements.js';
+import { SchemaError } from '../errors.js';
 import { DEFAULT_PRUNE_BATCH_SIZE, DEFAULT_PRUNE_PAUSE_MS } from '../retention/retention-options.js';
 import { PRUNE_FLAGS } from './command-flags.js';
 import { writeLine, type CliIo } from './cli-io.js';
@@ -10,16 +12,21 @@ import { UsageError } from './usage-error.js';
 
 const PRUNE_USAGE = `usage: tablequeue prune --database URL --table NAME [--processed-older-than AGE]
                        [--dead-letters-older-than AGE (--dead-letter-group NAME | --dead-letter-table NAME)]
+                       [--dedupe-windows [--dedupe-windows-table NAME]]
                        [--batch N] [--pause-ms N] [--dry-run]
 
-Deletes processed rows and dead letters older than an age, as broker.retain does: in batches by
-primary key that skip rows another transaction holds, each batch its own transaction, with a pause
-between them, so claims go on meanwhile. A processed row's age counts from its processedAt, a dead
-letter's from its retryAfter (when its last attempt became due). Prints the rows deleted of each kind.
+Deletes processed rows and dead letters older than an age, and the table's dedupeForMs windows that
+have passed, as broker.retain does: in batches by primary key that skip rows another transaction
+holds, each batch its own transaction, with a pause between them, so claims go on meanwhile. A
+processed row's age counts from its processedAt, a dead letter's from its retryAfter (when its last
+attempt became due). Prints the rows deleted of each kind.
 
 ${INSPECTOR_FLAGS_HELP}
   --processed-older-than AGE     delete processed rows older than AGE: 500ms, 90s, 30m, 12h, 7d
   --dead-letters-older-than AGE  delete dead letters older than AGE (with their location)
+  --dedupe-windows               delete the table's dedupeForMs windows that have passed
+  --dedupe-windows-table NAME    where they are (default ${DEFAULT_DEDUPE_WINDOWS_TABLE}, the brokers'
+                                 dedupeWindowsTable)
   --batch N                      rows per batch, 1 to ${formatCount(MAX_PRUNE_BATCH_SIZE)} (default ${formatCount(DEFAULT_PRUNE_BATCH_SIZE)})
   --pause-ms N                   milliseconds between batches (default ${DEFAULT_PRUNE_PAUSE_MS})
   --dry-run                      only count the rows it would delete`;
@@ -53,8 +60,14 @@ export async function runPruneCommand(args: string[], io: CliIo): Promise<number
   }
   const processedAge = values['processed-older-than'];
   const deadLetterAge = values['dead-letters-older-than'];
-  if (processedAge === undefined && deadLetterAge === undefined) {
-    throw new UsageError(`prune needs --processed-older-than AGE, --dead-letters-older-than AGE, or both\n\n${PRUNE_USAGE}`);
+  const windows = values['dedupe-windows'] === true;
+  if (values['dedupe-windows-table'] !== undefined && !windows) {
+    throw new UsageError('--dedupe-windows-table says where the windows are; add --dedupe-windows to delete the passed ones');
+  }
+  if (processedAge === undefined && deadLetterAge === undefined && !windows) {
+    throw new UsageError(
+      `prune needs --processed-older-than AGE, --dead-letters-older-than AGE, --dedupe-windows, or several of them\n\n${PRUNE_USAGE}`,
+    );
   }
   const hasLocation = values['dead-letter-group'] !== undefined || values['dead-letter-table'] !== undefined;
   if (deadLetterAge !== undefined && !hasLocation) {
@@ -83,6 +96,23 @@ export async function runPruneCommand(args: string[], io: CliIo): Promise<number
         io.stdout,
         printable(`${verb} ${formatCount(rowCount)} ${what(kind)} older than ${shown} of table "${inspector.spec.qualifiedName}"`),
       );
+    }
+    if (windows) {
+      const windowsTable = values['dedupe-windows-table'] ?? DEFAULT_DEDUPE_WINDOWS_TABLE;
+      const windowPruner = inspector.dedupeWindowPruner(windowsTable);
+      let windowCount: number;
+      try {
+        windowCount = values['dry-run'] === true ? await windowPruner.count() : await windowPruner.prune({ batchSize, pauseMs });
+      } catch (error) {
+        throw new SchemaError({
+          table: windowsTable,
+          statement: values['dry-run'] === true ? 'dedupeWindow.countPassed' : 'dedupeWindow.prunePassed',
+          message: `the dedupe windows table "${windowsTable}" cannot be read (${error instanceof Error ? error.message : String(error)}); a broker creates it at its first publish with dedupeForMs, and --dedupe-windows-table names another`,
+          cause: error,
+        });
+      }
+      const verb = values['dry-run'] === true ? 'would delete' : 'deleted';
+      writeLine(io.stdout, printable(`${verb} ${formatCount(windowCount)} passed dedupe windows of table "${inspector.spec.qualifiedName}" in "${windowsTable}"`));
     }
     return 0;
   } finally {

@@ -80,7 +80,7 @@ export function sideTableCatalogue(database: DdlDialectName): SideTableEntry[] {
     },
     {
       table: DEFAULT_DEDUPE_WINDOWS_TABLE,
-      createdBy: "a broker's first publish with dedupeForMs (option dedupeWindowsTable)",
+      createdBy: "a broker's first publish with dedupeForMs, or its start with retain({ dedupeWindows: true }) (option dedupeWindowsTable)",
       sql: createDedupeWindowsTableSql(database),
     },
   ];

@@ -208,4 +208,40 @@ describe('dedupeForMs windows', () => {
       params: ['column:queue_table', 'column:queue_name', 'column:dedupe_key'],
     });
   });
+
+  it("prune a batch of a queue table's passed windows in key order: PostgreSQL skips the ones a publish locked, MySQL limits its own DELETE", () => {
+    expect(createDedupeWindowStatements('postgres').prunePassed(table)).toEqual({
+      name: 'dedupeWindow.prunePassed',
+      sql:
+        'DELETE FROM "tablequeue_dedupe_windows" WHERE ("queue_table", "queue_name", "dedupe_key") IN (' +
+        'SELECT "queue_table", "queue_name", "dedupe_key" FROM "tablequeue_dedupe_windows" WHERE "queue_table" = $1 AND "expires_at" <= $2 ' +
+        'ORDER BY "queue_table", "queue_name", "dedupe_key" LIMIT $3 FOR UPDATE SKIP LOCKED)',
+      params: ['column:queue_table', 'now', 'limit'],
+    });
+    expect(createDedupeWindowStatements('sqlite').prunePassed(table)).toEqual({
+      name: 'dedupeWindow.prunePassed',
+      sql:
+        'DELETE FROM `tablequeue_dedupe_windows` WHERE (`queue_table`, `queue_name`, `dedupe_key`) IN (' +
+        'SELECT `queue_table`, `queue_name`, `dedupe_key` FROM `tablequeue_dedupe_windows` WHERE `queue_table` = ? AND `expires_at` <= ? ' +
+        'ORDER BY `queue_table`, `queue_name`, `dedupe_key` LIMIT ?)',
+      params: ['column:queue_table', 'now', 'limit'],
+    });
+    expect(createDedupeWindowStatements('mysql').prunePassed(table)).toEqual({
+      name: 'dedupeWindow.prunePassed',
+      sql:
+        'DELETE FROM `tablequeue_dedupe_windows` WHERE `queue_table` = ? AND `expires_at` <= ? ORDER BY `queue_table`, `queue_name`, `dedupe_key` LIMIT ?',
+      params: ['column:queue_table', 'now', 'limit'],
+    });
+  });
+
+  it('count what a prune would delete', () => {
+    expect(createDedupeWindowStatements('postgres').countPassed(table)).toEqual({
+      name: 'dedupeWindow.countPassed',
+      sql: 'SELECT COUNT(*) AS "row_count" FROM "tablequeue_dedupe_windows" WHERE "queue_table" = $1 AND "expires_at" <= $2',
+      params: ['column:queue_table', 'now'],
+    });
+    expect(createDedupeWindowStatements('mysql').countPassed(table).sql).toBe(
+      'SELECT COUNT(*) AS `row_count` FROM `tablequeue_dedupe_windows` WHERE `queue_table` = ? AND `expires_at` <= ?',
+    );
+  });
 });

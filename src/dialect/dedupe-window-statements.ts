@@ -49,6 +49,15 @@ export interface DedupeWindowStatements {
   readonly opensInOneStatement: boolean;
   /** MySQL: `opened_by` of the window (params as `open`, without the times and the token). */
   openedBy(table: DedupeWindowsTable): Statement;
+  /**
+   * Retention's batch: deletes up to `limit` windows of `column:queue_table` that passed by `now`
+   * (a passed window only waits to be reopened by its key's next publish), in primary key order,
+   * skipping windows a publish has locked where the database can (PostgreSQL). MySQL runs it in a
+   * READ COMMITTED transaction, which keeps no lock on the live windows it reads past.
+   */
+  prunePassed(table: DedupeWindowsTable): Statement;
+  /** How many windows of `column:queue_table` passed by `now`, as column `row_count`: what a prune would delete. */
+  countPassed(table: DedupeWindowsTable): Statement;
 }
 
 interface WindowSpelling {
@@ -60,11 +69,22 @@ interface WindowSpelling {
   /** What follows the VALUES list: change the window only when it has passed. */
   readonly reopenWhenPassed: SqlText;
   readonly opensInOneStatement: boolean;
+  /** A batch of passed windows deleted: by the key among those selected, or (MySQL) with its own LIMIT. */
+  prunePassed(table: SqlText, passed: SqlText, keyOrder: SqlText): SqlText;
 }
 
 const c = DEDUPE_WINDOW_COLUMNS;
 const KEY_COLUMNS = [c.queueTable, c.queueName, c.dedupeKey];
 const EXISTING = 'tablequeue_window';
+const KEY_LIST = joinSql(KEY_COLUMNS.map(identifier), ', ');
+/** A queue table's windows that passed by `now`. */
+const PASSED = sql`${identifier(c.queueTable)} = ${param(`column:${c.queueTable}`)} AND ${identifier(c.expiresAt)} <= ${param('now')}`;
+
+/** PostgreSQL and SQLite delete the keys a limited select found, as a row value among the rows. */
+function deleteSelectedKeys(lockClause: SqlText): WindowSpelling['prunePassed'] {
+  return (table, passed, keyOrder) =>
+    sql`DELETE FROM ${table} WHERE (${KEY_LIST}) IN (SELECT ${KEY_LIST} FROM ${table} WHERE ${passed} ORDER BY ${keyOrder} LIMIT ${param('limit')}${lockClause})`;
+}
 
 /** Postgres and SQLite spell the upsert alike but for the case of `excluded`, which both accept. */
 const UPSERT_REOPENING_WHEN_PASSED = sql` ON CONFLICT (${joinSql(KEY_COLUMNS.map(identifier), ', ')}) DO UPDATE SET ${identifier(c.openedBy)} = excluded.${identifier(c.openedBy)}, ${identifier(c.expiresAt)} = excluded.${identifier(c.expiresAt)} WHERE ${identifier(EXISTING)}.${identifier(c.expiresAt)} <= ${param('now')} RETURNING 1 AS ${identifier('opened')}`;
@@ -75,6 +95,7 @@ const POSTGRES: WindowSpelling = {
   into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
   reopenWhenPassed: UPSERT_REOPENING_WHEN_PASSED,
   opensInOneStatement: true,
+  prunePassed: deleteSelectedKeys(sql` FOR UPDATE SKIP LOCKED`),
 };
 
 /**
@@ -89,6 +110,9 @@ const MYSQL: WindowSpelling = {
   into: (table) => table,
   reopenWhenPassed: sql` ON DUPLICATE KEY UPDATE ${identifier(c.openedBy)} = IF(${identifier(c.expiresAt)} <= ${param('now')}, ${param(`column:${c.openedBy}`)}, ${identifier(c.openedBy)}), ${identifier(c.expiresAt)} = IF(${identifier(c.expiresAt)} <= ${param('now')}, ${param(`column:${c.expiresAt}`)}, ${identifier(c.expiresAt)})`,
   opensInOneStatement: false,
+  // MySQL refuses a LIMIT in a subquery under IN; its DELETE takes one itself. ORDER BY makes the
+  // rows a LIMIT picks the same on a replica that replays the statement.
+  prunePassed: (table, passed, keyOrder) => sql`DELETE FROM ${table} WHERE ${passed} ORDER BY ${keyOrder} LIMIT ${param('limit')}`,
 };
 
 const SQLITE: WindowSpelling = {
@@ -97,6 +121,7 @@ const SQLITE: WindowSpelling = {
   into: (table) => sql`${table} AS ${identifier(EXISTING)}`,
   reopenWhenPassed: UPSERT_REOPENING_WHEN_PASSED,
   opensInOneStatement: true,
+  prunePassed: deleteSelectedKeys(sql``),
 };
 
 const SPELLINGS: Record<DedupeWindowDatabase, WindowSpelling> = { postgres: POSTGRES, mysql: MYSQL, sqlite: SQLITE };
@@ -144,5 +169,9 @@ export function createDedupeWindowStatements(database: DedupeWindowDatabase): De
         'dedupeWindow.openedBy',
         sql`SELECT ${identifier(c.openedBy)} FROM ${tableOf(table)} WHERE ${keyMatches}`,
       ),
+    prunePassed: (table: DedupeWindowsTable) =>
+      renderStatement(style, 'dedupeWindow.prunePassed', spelling.prunePassed(tableOf(table), PASSED, KEY_LIST)),
+    countPassed: (table: DedupeWindowsTable) =>
+      renderStatement(style, 'dedupeWindow.countPassed', sql`SELECT COUNT(*) AS ${identifier('row_count')} FROM ${tableOf(table)} WHERE ${PASSED}`),
   });
 }

@@ -64,8 +64,11 @@ export type PruneTarget =
   | { readonly kind: 'processed' }
   | { readonly kind: 'deadLetter'; readonly destination: DeadLetterTarget };
 
-/** The label of `tablequeue_pruned_rows_total` and of the retention stats. */
-export type PrunedKind = PruneTarget['kind'];
+/**
+ * The label of `tablequeue_pruned_rows_total` and of the retention stats: the queue table's rows
+ * by target, and `dedupeWindow`, the table's `dedupeForMs` windows that passed.
+ */
+export type PrunedKind = PruneTarget['kind'] | 'dedupeWindow';
 
 /**
  * One batch's statements. `oneStatement`: the delete alone, its affected rows the count.

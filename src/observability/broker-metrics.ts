@@ -189,7 +189,7 @@ export class BrokerMetrics {
     );
     this.#prunedRows = counter(
       'tablequeue_pruned_rows_total',
-      'Rows retention deleted on this broker: processed rows and dead letters past their age (broker.retain).',
+      'Rows retention deleted on this broker: processed rows and dead letters past their age, and passed dedupeForMs windows (broker.retain).',
       ['table', 'kind'],
     );
     const gauge = (name: string, help: string) => registry.gauge({ name, help }).labels();

@@ -7,10 +7,8 @@ import { powerOfTwoAtLeast } from '../internal/power-of-two.js';
 import { bindRepeated, bindStatement, type ParamValues } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 
-export interface PruneRun {
-  readonly target: PruneTarget;
-  /** Rows older than this many milliseconds go. */
-  readonly olderThanMs: number;
+/** How a run of batches goes, whatever the batches delete. */
+export interface BatchRun {
   readonly batchSize: number;
   readonly pauseMs: number;
   /** Ends the run between two batches. */
@@ -19,6 +17,33 @@ export interface PruneRun {
   readonly beforeBatch?: () => Promise<boolean>;
   /** After each batch that deleted rows, with their count. */
   readonly onDeleted?: (rowCount: number) => void;
+}
+
+export interface PruneRun extends BatchRun {
+  readonly target: PruneTarget;
+  /** Rows older than this many milliseconds go. */
+  readonly olderThanMs: number;
+}
+
+/**
+ * Runs `deleteBatch` until a batch deletes fewer rows than `batchSize` or the run is told to end,
+ * pausing `pauseMs` between two; the rows deleted.
+ */
+export async function deleteInBatches(run: BatchRun, deleteBatch: () => Promise<number>): Promise<number> {
+  let deleted = 0;
+  const isEnded = (): boolean => run.signal?.aborted === true;
+  for (let index = 0; ; index += 1) {
+    if (isEnded()) return deleted;
+    if (index > 0) {
+      await abortableSleep(run.pauseMs, run.signal);
+      if (isEnded()) return deleted;
+      if (run.beforeBatch !== undefined && !(await run.beforeBatch())) return deleted;
+    }
+    const rowCount = await deleteBatch();
+    deleted += rowCount;
+    if (rowCount > 0) run.onDeleted?.(rowCount);
+    if (rowCount < run.batchSize) return deleted;
+  }
 }
 
 /**
@@ -40,23 +65,10 @@ export class Pruner {
   }
 
   /** Deletes until a batch deletes fewer rows than `batchSize`, or the run is told to end; the rows deleted. */
-  async prune(run: PruneRun): Promise<number> {
+  prune(run: PruneRun): Promise<number> {
     const batch = this.#statements.pruneBatch(this.#spec, run.target, run.batchSize);
-    let deleted = 0;
-    const isEnded = (): boolean => run.signal?.aborted === true;
-    for (let index = 0; ; index += 1) {
-      if (isEnded()) return deleted;
-      if (index > 0) {
-        await abortableSleep(run.pauseMs, run.signal);
-        if (isEnded()) return deleted;
-        if (run.beforeBatch !== undefined && !(await run.beforeBatch())) return deleted;
-      }
-      // The cutoff moves with the clock: a run of many batches takes what aged meanwhile too.
-      const rowCount = await this.#deleteBatch(batch, this.#values(run.target, run.olderThanMs));
-      deleted += rowCount;
-      if (rowCount > 0) run.onDeleted?.(rowCount);
-      if (rowCount < run.batchSize) return deleted;
-    }
+    // The cutoff moves with the clock: a run of many batches takes what aged meanwhile too.
+    return deleteInBatches(run, () => this.#deleteBatch(batch, this.#values(run.target, run.olderThanMs)));
   }
 
   /** How many rows a prune would delete now. */

@@ -12,6 +12,7 @@ import { createSideTable } from '../driver/side-table-creation.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { TestSignal } from '../internal/test-signal.js';
 import { bindStatement } from '../statement.js';
+import { DedupeWindowPruner } from './dedupe-window-pruner.js';
 import { Pruner } from './pruner.js';
 import type { RetentionDeclaration } from './retention-options.js';
 
@@ -68,9 +69,11 @@ export interface RetainerRuntime {
   readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
   /** Rows a batch deleted, for `tablequeue_pruned_rows_total`. */
   readonly onPruned: (table: string, kind: PrunedKind, rowCount: number) => void;
+  /** The broker's `dedupeWindowsTable`, whose passed windows a `dedupeWindows` declaration deletes. */
+  readonly dedupeWindowsTable: string;
 }
 
-const NO_ROWS: PrunedCounts = Object.freeze({ processed: 0, deadLetter: 0 });
+const NO_ROWS: PrunedCounts = Object.freeze({ processed: 0, deadLetter: 0, dedupeWindow: 0 });
 
 /**
  * The broker's retention: for each `retain(table)`, a run at start and every interval. A run
@@ -97,7 +100,7 @@ export class Retainer {
         runsSkipped: 0,
         lastRunAt: undefined,
         lastRunDeleted: NO_ROWS,
-        deleted: { processed: 0, deadLetter: 0 },
+        deleted: { ...NO_ROWS },
         isPruning: false,
       });
     }
@@ -111,6 +114,7 @@ export class Retainer {
       const table = parseMaintenanceTable(declaration.maintenanceTable, runtime.dialect.name);
       await createSideTable(runtime.driver, 'retention.createMaintenanceTable', statements.createMaintenanceTable(table));
       await runtime.driver.execute(bindStatement(statements.addTask(table), { 'column:task': taskOf(declaration) }));
+      if (declaration.dedupeWindows) await this.#windowPrunerOf(declaration).createTable();
     }
   }
 
@@ -144,7 +148,7 @@ export class Retainer {
     const stats = this.#stats.get(spec.qualifiedName)!;
     const maintenance = parseMaintenanceTable(declaration.maintenanceTable, runtime.dialect.name);
     const triedAt = Date.now();
-    const deleted: Record<PrunedKind, number> = { processed: 0, deadLetter: 0 };
+    const deleted: Record<PrunedKind, number> = { ...NO_ROWS };
     if (!(await this.#takeLease(declaration, maintenance))) {
       stats.runsSkipped += 1;
       this.testHooks.runEnded.emit({ table: spec.qualifiedName, held: false, startedAt: triedAt, endedAt: Date.now(), deleted });
@@ -160,26 +164,23 @@ export class Retainer {
       return isHeld;
     };
     stats.isPruning = true;
+    const counted = (kind: PrunedKind) => (rowCount: number) => {
+      deleted[kind] += rowCount;
+      stats.deleted[kind] += rowCount;
+      runtime.onPruned(spec.qualifiedName, kind, rowCount);
+      this.testHooks.batchDeleted.emit({ table: spec.qualifiedName, kind, rowCount });
+    };
+    const batches = { batchSize: declaration.batchSize, pauseMs: declaration.pauseMs, signal: this.#stopping.signal, beforeBatch };
     try {
       const pruner = new Pruner({ driver: runtime.driver, dialect: runtime.dialect, spec });
       for (const { target, olderThanMs } of declaration.targets) {
         if (!isHeld || this.#stopping.signal.aborted) break;
-        await pruner.prune({
-          target,
-          olderThanMs,
-          batchSize: declaration.batchSize,
-          pauseMs: declaration.pauseMs,
-          signal: this.#stopping.signal,
-          beforeBatch,
-          onDeleted: (rowCount) => {
-            deleted[target.kind] += rowCount;
-            stats.deleted[target.kind] += rowCount;
-            runtime.onPruned(spec.qualifiedName, target.kind, rowCount);
-            this.testHooks.batchDeleted.emit({ table: spec.qualifiedName, kind: target.kind, rowCount });
-          },
-        });
+        await pruner.prune({ ...batches, target, olderThanMs, onDeleted: counted(target.kind) });
         // The next kind starts with a fresh check, so a run of both kinds renews between them too.
         if (!(await beforeBatch())) break;
+      }
+      if (declaration.dedupeWindows && isHeld && !this.#stopping.signal.aborted) {
+        await this.#windowPrunerOf(declaration).prune({ ...batches, onDeleted: counted('dedupeWindow') });
       }
     } finally {
       stats.isPruning = false;
@@ -190,6 +191,16 @@ export class Retainer {
       if (isHeld) await this.#releaseLease(declaration, maintenance);
       this.testHooks.runEnded.emit({ table: spec.qualifiedName, held: true, startedAt, endedAt, deleted });
     }
+  }
+
+  #windowPrunerOf(declaration: RetentionDeclaration): DedupeWindowPruner {
+    const runtime = this.#runtime!;
+    return new DedupeWindowPruner({
+      driver: runtime.driver,
+      dialect: runtime.dialect,
+      windowsTable: runtime.dedupeWindowsTable,
+      queueTable: declaration.table.spec.qualifiedName,
+    });
   }
 
   async #takeLease(declaration: RetentionDeclaration, maintenance: MaintenanceTable): Promise<boolean> {

@@ -39,8 +39,18 @@ describe('retain options', () => {
     ]);
   });
 
+  it('takes dedupeWindows alone, for a table that deletes its rows as they finish, or beside the ages', () => {
+    const bare = defineTable({ table: 'jobs', id: 'id' });
+    expect(resolveRetentionDeclaration(bare, { dedupeWindows: true })).toMatchObject({ targets: [], dedupeWindows: true });
+    expect(resolveRetentionDeclaration(jobs, { processedForMs: DAY_MS })).toMatchObject({ dedupeWindows: false });
+  });
+
   it('says what to fix', () => {
-    expect(refusal({})).toBe('broker.retain(jobs): say what to delete: processedForMs, deadLettersForMs (with deadLetters), or both');
+    expect(refusal({})).toBe(
+      'broker.retain(jobs): say what to delete: processedForMs, deadLettersForMs (with deadLetters), dedupeWindows: true, or several of them',
+    );
+    expect(refusal({ dedupeWindows: false })).toMatch(/say what to delete/);
+    expect(refusal({ dedupeWindows: 'yes' } as never)).toBe('broker.retain(jobs): dedupeWindows is true or false, got yes');
     expect(refusal({ deadLettersForMs: DAY_MS })).toBe(
       "broker.retain(jobs): deadLettersForMs needs deadLetters, where they are: { group: 'failed' } or { table: 'failed_jobs' }",
     );

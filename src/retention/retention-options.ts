@@ -21,6 +21,11 @@ export interface RetainOptions {
   deadLettersForMs?: number;
   /** Where the dead letters are, as the subscriptions' `deadLetter` names it. */
   deadLetters?: RetainedDeadLetters;
+  /**
+   * Also delete the table's `dedupeForMs` windows that have passed, from the broker's
+   * `dedupeWindowsTable`: one row per key ever throttled otherwise stays.
+   */
+  dedupeWindows?: boolean;
   /** Rows per batch, each batch its own short transaction. Default 1,000; at most 10,000. */
   batchSize?: number;
   /** The pause between two batches, so claims and vacuum get the table between them. Default 50 ms. */
@@ -36,6 +41,8 @@ export interface RetentionDeclaration {
   readonly table: QueueTable;
   /** What to delete, each with its age in milliseconds, processed rows first. */
   readonly targets: readonly { readonly target: PruneTarget; readonly olderThanMs: number }[];
+  /** Whether the table's passed `dedupeForMs` windows go too, after the rows. */
+  readonly dedupeWindows: boolean;
   readonly batchSize: number;
   readonly pauseMs: number;
   readonly intervalMs: number;
@@ -55,7 +62,7 @@ export const DEFAULT_PRUNE_PAUSE_MS = 50;
 /** Old rows wait at most a minute past their age; each look costs one lease statement and one delete per kind. */
 export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
 
-const OPTION_KEYS = new Set(['processedForMs', 'deadLettersForMs', 'deadLetters', 'batchSize', 'pauseMs', 'intervalMs', 'maintenanceTable']);
+const OPTION_KEYS = new Set(['processedForMs', 'deadLettersForMs', 'deadLetters', 'dedupeWindows', 'batchSize', 'pauseMs', 'intervalMs', 'maintenanceTable']);
 
 /** Checks a `broker.retain(table, options)` declaration; every refusal is a `DeclarationError` that says what to fix. */
 export function resolveRetentionDeclaration(table: QueueTable, options: RetainOptions): RetentionDeclaration {
@@ -66,8 +73,14 @@ export function resolveRetentionDeclaration(table: QueueTable, options: RetainOp
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.has(key)) throw new DeclarationError(`${where}: unknown option "${key}"; the options are ${[...OPTION_KEYS].join(', ')}`);
   }
-  if (options.processedForMs === undefined && options.deadLettersForMs === undefined) {
-    throw new DeclarationError(`${where}: say what to delete: processedForMs, deadLettersForMs (with deadLetters), or both`);
+  if (options.dedupeWindows !== undefined && typeof options.dedupeWindows !== 'boolean') {
+    throw new DeclarationError(`${where}: dedupeWindows is true or false, got ${String(options.dedupeWindows)}`);
+  }
+  const dedupeWindows = options.dedupeWindows === true;
+  if (options.processedForMs === undefined && options.deadLettersForMs === undefined && !dedupeWindows) {
+    throw new DeclarationError(
+      `${where}: say what to delete: processedForMs, deadLettersForMs (with deadLetters), dedupeWindows: true, or several of them`,
+    );
   }
   const targets: { target: PruneTarget; olderThanMs: number }[] = [];
   if (options.processedForMs !== undefined) {
@@ -90,6 +103,7 @@ export function resolveRetentionDeclaration(table: QueueTable, options: RetainOp
   return Object.freeze({
     table,
     targets,
+    dedupeWindows,
     batchSize: positiveInteger(options.batchSize ?? DEFAULT_PRUNE_BATCH_SIZE, 'batchSize', where, MAX_PRUNE_BATCH_SIZE),
     pauseMs: millisecondsFromZero(options.pauseMs ?? DEFAULT_PRUNE_PAUSE_MS, 'pauseMs', where),
     intervalMs: positiveMilliseconds(options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS, 'intervalMs', where),
