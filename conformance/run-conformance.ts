@@ -32,6 +32,7 @@ import { poolerSuite } from './suites/pooler.suite.js';
 import { processSuite } from './suites/process.suite.js';
 import { retentionSuite } from './suites/retention.suite.js';
 import { retrySuite } from './suites/retry.suite.js';
+import { rowLockClaimsSuite } from './suites/row-lock-claims.suite.js';
 import { rowModeSuite } from './suites/row-mode.suite.js';
 import { routesSuite } from './suites/routes.suite.js';
 import { schedulesSuite } from './suites/schedules.suite.js';
@@ -130,6 +131,7 @@ export function runConformance(stand: Stand): Promise<void> {
       const context = suiteContextOf(stand);
       startupSuite(context);
       settleSuite(context);
+      rowLockClaimsSuite(context);
       eventLoopSuite(context);
       retrySuite(context);
       timeoutsSuite(context);

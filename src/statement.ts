@@ -26,6 +26,8 @@ export interface Statement {
  *   a partition key whose slot a row lock claim holds (see `KeySlotStatements`).
  * - `passedKeys`, `offset`: the partition keys a row lock claim passes over, and how many
  *   candidate rows it has read (see `KeySlotTake`, `KeySlotClaim`).
+ * - `candidates`: how many claimable ids a row lock claim on MySQL reads before it locks any
+ *   (see `candidatesThenLockSelect`).
  * - `ids`, `helds`, `retryAfterAts`: one array each, element `i` belonging to row `i`, where one
  *   statement settles many leases (see `LeaseStatements.settleMany`).
  * - `slots`, `freeSince`, `usedAt`, `taken`: a rate limit's slot count, the host milliseconds a
@@ -54,6 +56,7 @@ export type ParamName =
   | 'key'
   | 'passedKeys'
   | 'offset'
+  | 'candidates'
   | 'ids'
   | 'helds'
   | 'retryAfterAts'

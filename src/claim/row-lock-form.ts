@@ -51,6 +51,15 @@ const KEY_SLOT_ATTEMPTS = 3;
 const CANDIDATES_PAST_ROWS_IN_WORK = 8;
 
 /**
+ * MySQL, MariaDB, on a table whose claim reads candidates before it locks (see
+ * `candidatesThenLockSelect`): the claimable ids read past the rows wanted, for the rows in work
+ * ahead of the free ones, one per busy worker of every replica. A claim that finds none free
+ * among them looks once more, this many times as deep, before it takes nothing.
+ */
+const CANDIDATES_PAST_ROWS_WANTED = 64;
+const DEEPER_CANDIDATES_FACTOR = 16;
+
+/**
  * Row lock form: `SELECT … FOR UPDATE SKIP LOCKED` in a transaction that stays open while the
  * handler runs. The settlement runs in that transaction and commits it, so a crash or a lost
  * connection rolls back and the row is claimable again at once, with no attempt spent.
@@ -78,6 +87,8 @@ export class RowLockForm implements ClaimForm {
   #lastKeyTaken = '';
   /** Where settlements ask for a claim to chain after their commit; undefined when this form chains none. */
   #chains: ChainedClaimSource | undefined;
+  /** The claim reads `:candidates` ids before it locks any (MySQL, MariaDB; see `candidatesThenLockSelect`). */
+  readonly #readsCandidates: boolean;
 
   constructor(context: FormContext) {
     this.#context = context;
@@ -88,6 +99,7 @@ export class RowLockForm implements ClaimForm {
     this.#isPlainClaim =
       statements.guard === undefined && statements.takeSlots === undefined && statements.keySlots === undefined && this.#service?.claim === undefined;
     this.claimsOneAtATime = claimsOneAtATime(context);
+    this.#readsCandidates = statements.claim.params.includes('candidates');
   }
 
   rowsPerClaim(): number {
@@ -118,7 +130,7 @@ export class RowLockForm implements ClaimForm {
    * `ClaimTransaction` that settles the rows and commits. Taking nothing ends it here.
    */
   claim(limit: number, now: Date): Promise<HeldRow[]> {
-    const { driver, spec, group, transactional } = this.#context;
+    const { driver, spec, transactional } = this.#context;
     const statements = this.#statements;
     return withConnection(driver, async (connection, keep) => {
       const run = (statement: Statement, values: ParamValues = {}) => connection.execute(bindStatement(statement, values));
@@ -128,8 +140,9 @@ export class RowLockForm implements ClaimForm {
       if (this.#isPlainClaim) {
         // BEGIN and the claim in one round trip where the driver pipelines: on PostgreSQL with 16
         // workers, a message's four statements became two round trips.
-        const claim = bindStatement(statements.claim, { group, now, limit: rowLimit });
+        const claim = bindStatement(statements.claim, this.#claimValues(now, rowLimit));
         rows = (await executeAll(connection, [...this.#begin, claim])).at(-1)!.rows;
+        if (rows.length === 0) rows = await this.#claimDeeper(run, now, rowLimit);
       } else {
         const guarded = await this.#claimGuarded(connection, run, now, rowLimit);
         if (guarded === undefined) return [];
@@ -179,9 +192,8 @@ export class RowLockForm implements ClaimForm {
     const source = this.#chains!;
     const claim = source.chainClaim();
     if (claim === undefined) return undefined;
-    const values = { group: this.#context.group, now: source.now(), limit: 1 };
     return {
-      statements: [...this.#begin, bindStatement(this.#statements.claim, values)],
+      statements: [...this.#begin, bindStatement(this.#statements.claim, this.#claimValues(source.now(), 1))],
       claimed: (connection, rows) => this.#tookChained(connection, rows, claim),
       failed: (error) => claim.failed(error),
       abandoned: () => claim.abandoned(),
@@ -189,9 +201,14 @@ export class RowLockForm implements ClaimForm {
   };
 
   /** A chained claim's answer: its row held as any claim's, or its empty transaction ended. */
-  async #tookChained(connection: Connection, rows: Record<string, unknown>[], claim: ChainedClaim): Promise<void> {
+  async #tookChained(connection: Connection, chainedRows: Record<string, unknown>[], claim: ChainedClaim): Promise<void> {
     let held: HeldRow[];
     try {
+      let rows = chainedRows;
+      if (rows.length === 0) {
+        const run = (statement: Statement, values: ParamValues = {}) => connection.execute(bindStatement(statement, values));
+        rows = await this.#claimDeeper(run, new Date(), 1);
+      }
       if (rows.length === 0) {
         await connection.execute(bindStatement(this.#statements.commit, {}));
         connection.release();
@@ -208,6 +225,23 @@ export class RowLockForm implements ClaimForm {
   }
 
   close(): void {}
+
+  /** What the claim statement binds: its group, now and rows wanted, and the candidates it reads where it reads them first. */
+  #claimValues(now: Date, limit: number, candidatesPast = CANDIDATES_PAST_ROWS_WANTED): ParamValues {
+    const values: ParamValues = { group: this.#context.group, now, limit };
+    if (this.#readsCandidates) values.candidates = limit + candidatesPast;
+    return values;
+  }
+
+  /**
+   * A claim that read candidates and took none of them: all were in work elsewhere, or there were
+   * none. Once more in the same transaction, reading further past the rows in work; nothing to
+   * do where the claim reads no candidates.
+   */
+  async #claimDeeper(run: RunStatement, now: Date, limit: number): Promise<Record<string, unknown>[]> {
+    if (!this.#readsCandidates) return [];
+    return (await run(this.#statements.claim, this.#claimValues(now, limit, CANDIDATES_PAST_ROWS_WANTED * DEEPER_CANDIDATES_FACTOR))).rows;
+  }
 
   /**
    * A claim of the service's own: its ids, each locked while still claimable (a row another
@@ -255,7 +289,10 @@ export class RowLockForm implements ClaimForm {
         }
       }
       if (service?.claim !== undefined) return this.#claimOwn(connection, service, now, rowLimit);
-      if (statements.keySlots === undefined) return (await run(statements.claim, { group, now, limit: rowLimit })).rows;
+      if (statements.keySlots === undefined) {
+        const rows = (await run(statements.claim, this.#claimValues(now, rowLimit))).rows;
+        return rows.length > 0 ? rows : this.#claimDeeper(run, now, rowLimit);
+      }
       const taken = await this.#claimUnderKeySlots(run, statements.keySlots, now, rowLimit, passedKeys);
       if (taken.rows.length > 0 || taken.keysWithoutRows.length === 0 || attempt === KEY_SLOT_ATTEMPTS) return taken.rows;
       passedKeys.push(...taken.keysWithoutRows);

@@ -73,6 +73,33 @@ export function skipLockedSelect(
 }
 
 /**
+ * MySQL, MariaDB: whether a row lock claim's locking read would pass over rows it cannot take. In
+ * a claim order with the priority before the due time, a delayed row of a smaller priority lies
+ * ahead of the due ones in the claim index, and InnoDB keeps the lock it took on that row's index
+ * entry after refusing the row, even at read committed (measured on MariaDB 10.11): until the
+ * claim's handler ended, a cancel, a requeue or a `replace` of that delayed row waited for it.
+ * Without a priority the index range ends at the first row not yet due, which is never locked.
+ */
+export function passesRowsItCannotTake(spec: TableSpec): boolean {
+  return spec.priority !== undefined && spec.retryAfter !== undefined && !isFifo(spec);
+}
+
+/**
+ * MySQL, MariaDB: the row lock claim for a table that `passesRowsItCannotTake`. The first
+ * `:candidates` claimable ids are read without locks (a derived table is a query block of its
+ * own, which the locking clause does not reach), and only they are then locked, by primary key
+ * in that order (STRAIGHT_JOIN keeps the candidates first), skipping those another claim holds,
+ * until `:limit` are taken. Rows in work stay claimable by their columns, so the candidates
+ * include them: `:candidates` must reach past the rows in work ahead of the free ones.
+ */
+export function candidatesThenLockSelect(spec: TableSpec, columns: TableColumns): SqlText {
+  const conditions = whereAll(claimConditions(spec, 'rowLock'));
+  const id = identifier(spec.id.column);
+  const candidates = sql`SELECT ${id} AS tablequeue_candidate FROM ${tableOf(spec)}${conditions} ORDER BY ${claimOrder(spec)} LIMIT ${param('candidates')}`;
+  return sql`SELECT ${columnList(columns)} FROM (${candidates}) AS tablequeue_candidates STRAIGHT_JOIN ${tableOf(spec)} ON ${id} = tablequeue_candidates.tablequeue_candidate${conditions} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`;
+}
+
+/**
  * The rows of the queue in work across every claimer: a live lease (`leaseNow`), unfinished, in
  * the group. What `concurrency` counts against its limits.
  */

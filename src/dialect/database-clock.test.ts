@@ -85,8 +85,12 @@ describe('mysql on the database clock', () => {
   it('claims rows due by UTC_TIMESTAMP(6), binding no now', () => {
     expect(statementText(mysql.rowLock.claim(clockTable, clockColumns))).toEqual({
       name: 'rowLock.claim',
-      sql: 'SELECT `job_id`, `queue`, `priority`, `retry_after`, `attempt`, `processed_at`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= UTC_TIMESTAMP(6) AND `processed_at` IS NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED',
-      params: ['group', 'limit'],
+      sql:
+        'SELECT `job_id`, `queue`, `priority`, `retry_after`, `attempt`, `processed_at`, `payload` FROM (' +
+        'SELECT `job_id` AS tablequeue_candidate FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= UTC_TIMESTAMP(6) AND `processed_at` IS NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?' +
+        ') AS tablequeue_candidates STRAIGHT_JOIN `email_jobs` ON `job_id` = tablequeue_candidates.tablequeue_candidate ' +
+        'WHERE `queue` = ? AND `retry_after` <= UTC_TIMESTAMP(6) AND `processed_at` IS NULL LIMIT ? FOR UPDATE SKIP LOCKED',
+      params: ['group', 'candidates', 'group', 'limit'],
     });
   });
 

@@ -84,11 +84,23 @@ describe('mysql rowLock.claim', () => {
     });
   });
 
-  it('adds a condition and an order column per role', () => {
+  it('adds a condition and an order column per role, in one locking read where the claim order puts the due time first', () => {
+    const withoutPriority = { ...everyRoleTable.spec, priority: undefined };
+    expect(statementText(mariadb.rowLock.claim(withoutPriority, everyRoleTable.columns))).toEqual({
+      name: 'rowLock.claim',
+      sql: `SELECT ${EVERY_ROLE_COLUMNS} FROM \`email_jobs\` WHERE \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL ORDER BY \`retry_after\`, \`job_id\` LIMIT ? FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'now', 'limit'],
+    });
+  });
+
+  it('with a priority before the due time, reads candidates without locks and locks only them, by primary key in claim order', () => {
+    const conditions = 'WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL';
     expect(statementText(mariadb.rowLock.claim(everyRoleTable.spec, everyRoleTable.columns))).toEqual({
       name: 'rowLock.claim',
-      sql: `SELECT ${EVERY_ROLE_COLUMNS} FROM \`email_jobs\` WHERE \`queue\` = ? AND \`retry_after\` <= ? AND \`processed_at\` IS NULL ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT ? FOR UPDATE SKIP LOCKED`,
-      params: ['group', 'now', 'limit'],
+      sql:
+        `SELECT ${EVERY_ROLE_COLUMNS} FROM (SELECT \`job_id\` AS tablequeue_candidate FROM \`email_jobs\` ${conditions} ORDER BY \`priority\`, \`retry_after\`, \`job_id\` LIMIT ?) AS tablequeue_candidates ` +
+        `STRAIGHT_JOIN \`email_jobs\` ON \`job_id\` = tablequeue_candidates.tablequeue_candidate ${conditions} LIMIT ? FOR UPDATE SKIP LOCKED`,
+      params: ['group', 'now', 'candidates', 'group', 'now', 'limit'],
     });
   });
 

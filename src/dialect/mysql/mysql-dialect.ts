@@ -6,6 +6,8 @@ import {
   isFifo,
   keyFreed,
   leaseIsFree,
+  candidatesThenLockSelect,
+  passesRowsItCannotTake,
   refuseUnbuiltClaims,
   skipLockedSelect,
   tableOf,
@@ -69,6 +71,11 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
     }),
     rowLock: Object.freeze({
       ...createRowLockStatements(style, database),
+      claim: (spec: TableSpec, columns: TableColumns) => {
+        refuseUnbuiltClaims(spec, database);
+        const select = passesRowsItCannotTake(spec) ? candidatesThenLockSelect(spec, columns) : skipLockedSelect(spec, columns, 'rowLock');
+        return renderStatement(style, 'rowLock.claim', select);
+      },
       finishMany: (spec: TableSpec, rowCount: number) => renderRowLockFinishMany(spec, rowCount),
     }),
     lease: Object.freeze({
