@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { defineTable, DeclarationError, UnsupportedError, type TableDeclaration } from '../../src/index.js';
 import { advisoryDeclaration } from './advisory-tables.js';
@@ -116,6 +117,32 @@ function registerConcurrencyTests(context: SuiteContext): void {
       gate.open();
       await gate.started.waitFor(6);
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+    });
+
+    it('perKey: 1 in the row lock form: a key first published while every claim finds a free slot of other keys runs long before their rows run out', async () => {
+      const table = defineTable(keyedRowLock());
+      await createTable(stand, context.db, table);
+      const queue = table.queue<string>('emails');
+      const broker = createBroker(context.db, context.brokers);
+      const handled = new Collector<string>();
+      // Each row takes a moment, so the other keys' rows last seconds: a workload, not a wait for an event.
+      broker.subscribe(queue, async (message) => {
+        handled.push(message.payload);
+        if (message.payload !== 'late') await delay(10);
+      }, { workers: 2, concurrency: { perKey: 1 } });
+      const rowsPerKey = 200;
+      await broker.start();
+      // Interleaved in claim order, so that no key runs out of rows before the others.
+      const keys = ['a', 'b', 'c'];
+      await broker.publishMany(queue, Array.from({ length: keys.length * rowsPerKey }, (_, index) => ({ payload: keys[index % 3]!, partitionKey: keys[index % 3]! })));
+      await handled.waitFor(10);
+      // First in claim order, so that nothing but a missing slot can hold it back.
+      await broker.publish(queue, 'late', { partitionKey: 'late', priority: -1 });
+      await waitForDatabase(async () => handled.items.includes('late'), 30_000, 'the late key handled');
+      // Two workers and three other keys: every claim found a free slot, so none was short of
+      // slots. Before, the late key got its slot only once those keys' rows ran out, at the end.
+      expect(handled.items.indexOf('late')).toBeLessThan(3 * rowsPerKey - 50);
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 30_000, 'every row settled');
     });
 
     it('perKey: 2 in the row lock form: a key with its only row in work holds back no other key, nor rows without a key', async () => {

@@ -45,6 +45,14 @@ interface KeySlotRun {
 const KEY_SLOT_ATTEMPTS = 3;
 
 /**
+ * perKey: how often a claim adds the slots of keys that have none, even when it found every slot
+ * it wanted. A key's slots are added by a claim that found fewer than it wanted; while every
+ * claim finds enough free slots of other keys, a key first published since has none, takes no
+ * claim and would wait until those keys' rows ran short. The add reads the claimable keys once.
+ */
+const KEY_SLOT_ADD_INTERVAL_MS = 1_000;
+
+/**
  * perKey on MySQL and MariaDB: candidates read beyond the rows wanted, for the ones in work
  * elsewhere that the claim passes over (see `KeySlotClaim`).
  */
@@ -79,6 +87,8 @@ export class RowLockForm implements ClaimForm {
    * none yet, so the next claim adds the missing ones first. True before the first claim.
    */
   #isShortOfKeySlots = true;
+  /** perKey: when this form last added missing key slots (`Date.now()`). */
+  #keySlotsAddedAt = Number.NEGATIVE_INFINITY;
   /** The statements that open the claim's transaction, bound once. */
   readonly #begin: readonly BoundStatement[];
   /** No guard, no slots, no claim of the service's own: the transaction opens with the claim itself. */
@@ -271,7 +281,9 @@ export class RowLockForm implements ClaimForm {
     const service = this.#service;
     const passedKeys: string[] = [];
     for (let attempt = 1; ; attempt += 1) {
-      if (statements.keySlots !== undefined && this.#isShortOfKeySlots) await this.#addKeySlots(run, statements.keySlots, now);
+      if (statements.keySlots !== undefined && (this.#isShortOfKeySlots || Date.now() - this.#keySlotsAddedAt >= KEY_SLOT_ADD_INTERVAL_MS)) {
+        await this.#addKeySlots(run, statements.keySlots, now);
+      }
       // Another claim or delivery owning the group ends the transaction, dropping what the guard
       // took; the guard goes with the BEGIN, in one round trip where the client pipelines.
       if (statements.guard === undefined) await executeAll(connection, this.#begin);
@@ -302,6 +314,7 @@ export class RowLockForm implements ClaimForm {
 
   /** Before the claim's transaction: a slot inserted inside it would hold other claims' adds until the handler ends. */
   async #addKeySlots(run: RunStatement, keySlots: KeySlotRun, now: Date): Promise<void> {
+    this.#keySlotsAddedAt = Date.now();
     const values = { group: this.#context.group, now, perKey: this.#context.concurrency?.perKey };
     if (keySlots.addBehind === undefined) {
       await run(keySlots.add, values);

@@ -77,7 +77,8 @@ export function skipLockedSelect(
  * a claim order with the priority before the due time, a delayed row of a smaller priority lies
  * ahead of the due ones in the claim index, and InnoDB keeps the lock it took on that row's index
  * entry after refusing the row, even at read committed (measured on MariaDB 10.11): until the
- * claim's handler ended, a cancel, a requeue or a `replace` of that delayed row waited for it.
+ * claim's handler ended, a cancel of that delayed row waited for it, as would anything else that
+ * changes its index entry.
  * Without a priority the index range ends at the first row not yet due, which is never locked.
  */
 export function passesRowsItCannotTake(spec: TableSpec): boolean {
