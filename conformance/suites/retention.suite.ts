@@ -338,6 +338,14 @@ export function retentionSuite(context: SuiteContext): void {
       });
       expect(await countRows(context.db, 'tablequeue_dedupe_windows')).toBe(1);
 
+      const again = createBroker(context.db, context.brokers);
+      await again.start();
+      await again.publish(table.queue('emails'), {}, { dedupeKey: 'once', dedupeForMs: passingMs });
+      const onceOpenedAt = Date.now();
+      await again.stop();
+      await delay(Math.max(0, onceOpenedAt + passingMs + 10 - Date.now()));
+      expect((await runCliHere([...base, '--dry-run'])).stdout).toBe('would delete 1 passed dedupe window of table "jobs" in "tablequeue_dedupe_windows"\n');
+
       const missing = await runCliHere([...base, '--dedupe-windows-table', 'no_windows']);
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain('the dedupe windows table "no_windows" cannot be read (');

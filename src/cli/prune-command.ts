@@ -87,14 +87,15 @@ export async function runPruneCommand(args: string[], io: CliIo): Promise<number
       checkPrunable(inspector.spec, target, 'tablequeue prune');
       return { ...age, target };
     });
-    const what = (kind: PruneTarget['kind']) => (kind === 'processed' ? 'processed rows' : 'dead letters');
+    const what = (kind: PruneTarget['kind'], rowCount: number) =>
+      `${kind === 'processed' ? 'processed row' : 'dead letter'}${rowCount === 1 ? '' : 's'}`;
     for (const { kind, target, olderThanMs, shown } of targets) {
       const rowCount =
         values['dry-run'] === true ? await pruner.count(target, olderThanMs) : await pruner.prune({ target, olderThanMs, batchSize, pauseMs });
       const verb = values['dry-run'] === true ? 'would delete' : 'deleted';
       writeLine(
         io.stdout,
-        printable(`${verb} ${formatCount(rowCount)} ${what(kind)} older than ${shown} of table "${inspector.spec.qualifiedName}"`),
+        printable(`${verb} ${formatCount(rowCount)} ${what(kind, rowCount)} older than ${shown} of table "${inspector.spec.qualifiedName}"`),
       );
     }
     if (windows) {
@@ -112,7 +113,7 @@ export async function runPruneCommand(args: string[], io: CliIo): Promise<number
         });
       }
       const verb = values['dry-run'] === true ? 'would delete' : 'deleted';
-      writeLine(io.stdout, printable(`${verb} ${formatCount(windowCount)} passed dedupe windows of table "${inspector.spec.qualifiedName}" in "${windowsTable}"`));
+      writeLine(io.stdout, printable(`${verb} ${formatCount(windowCount)} passed dedupe window${windowCount === 1 ? '' : 's'} of table "${inspector.spec.qualifiedName}" in "${windowsTable}"`));
     }
     return 0;
   } finally {
