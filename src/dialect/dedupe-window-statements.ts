@@ -19,6 +19,7 @@ import {
   type SqlStyle,
   type SqlText,
 } from './quoting.js';
+import { PRUNE_COUNT_COLUMN } from './retention-statements.js';
 import { parseSideTable, renderCreateSideTable, sideTableName, sideTableTypes, type SideTable } from './side-table.js';
 
 /** The table throttled publishes use when the broker option names none. */
@@ -172,6 +173,6 @@ export function createDedupeWindowStatements(database: DedupeWindowDatabase): De
     prunePassed: (table: DedupeWindowsTable) =>
       renderStatement(style, 'dedupeWindow.prunePassed', spelling.prunePassed(tableOf(table), PASSED, KEY_LIST)),
     countPassed: (table: DedupeWindowsTable) =>
-      renderStatement(style, 'dedupeWindow.countPassed', sql`SELECT COUNT(*) AS ${identifier('row_count')} FROM ${tableOf(table)} WHERE ${PASSED}`),
+      renderStatement(style, 'dedupeWindow.countPassed', sql`SELECT COUNT(*) AS ${identifier(PRUNE_COUNT_COLUMN)} FROM ${tableOf(table)} WHERE ${PASSED}`),
   });
 }

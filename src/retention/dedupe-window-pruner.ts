@@ -6,6 +6,7 @@ import {
   type DedupeWindowStatements,
   type DedupeWindowsTable,
 } from '../dialect/dedupe-window-statements.js';
+import { PRUNE_COUNT_COLUMN } from '../dialect/retention-statements.js';
 import { withTransaction } from '../driver/connection-scope.js';
 import type { Driver } from '../driver/driver.js';
 import { createSideTable } from '../driver/side-table-creation.js';
@@ -47,7 +48,7 @@ export class DedupeWindowPruner {
   /** How many windows a prune would delete now. */
   async count(): Promise<number> {
     const result = await this.#driver.execute(bindStatement(this.#statements.countPassed(this.#table), this.#passedNow()));
-    return Number(result.rows[0]?.['row_count'] ?? 0);
+    return Number(result.rows[0]?.[PRUNE_COUNT_COLUMN] ?? 0);
   }
 
   #passedNow(): ParamValues {

@@ -91,6 +91,8 @@ export class Retainer {
   readonly #stats = new Map<string, { runs: number; runsSkipped: number; lastRunAt: Date | undefined; lastRunDeleted: PrunedCounts; deleted: Record<PrunedKind, number>; isPruning: boolean }>();
   #runtime: (RetainerRuntime & { statements: RetentionStatements }) | undefined;
   #loops: Promise<void>[] = [];
+  /** Each `dedupeWindows` declaration's pruner, made at open with its table. */
+  readonly #windowPruners = new Map<RetentionDeclaration, DedupeWindowPruner>();
 
   constructor(declarations: readonly RetentionDeclaration[]) {
     this.#declarations = declarations;
@@ -114,7 +116,16 @@ export class Retainer {
       const table = parseMaintenanceTable(declaration.maintenanceTable, runtime.dialect.name);
       await createSideTable(runtime.driver, 'retention.createMaintenanceTable', statements.createMaintenanceTable(table));
       await runtime.driver.execute(bindStatement(statements.addTask(table), { 'column:task': taskOf(declaration) }));
-      if (declaration.dedupeWindows) await this.#windowPrunerOf(declaration).createTable();
+      if (declaration.dedupeWindows) {
+        const pruner = new DedupeWindowPruner({
+          driver: runtime.driver,
+          dialect: runtime.dialect,
+          windowsTable: runtime.dedupeWindowsTable,
+          queueTable: declaration.table.spec.qualifiedName,
+        });
+        await pruner.createTable();
+        this.#windowPruners.set(declaration, pruner);
+      }
     }
   }
 
@@ -180,7 +191,7 @@ export class Retainer {
         if (!(await beforeBatch())) break;
       }
       if (declaration.dedupeWindows && isHeld && !this.#stopping.signal.aborted) {
-        await this.#windowPrunerOf(declaration).prune({ ...batches, onDeleted: counted('dedupeWindow') });
+        await this.#windowPruners.get(declaration)!.prune({ ...batches, onDeleted: counted('dedupeWindow') });
       }
     } finally {
       stats.isPruning = false;
@@ -191,16 +202,6 @@ export class Retainer {
       if (isHeld) await this.#releaseLease(declaration, maintenance);
       this.testHooks.runEnded.emit({ table: spec.qualifiedName, held: true, startedAt, endedAt, deleted });
     }
-  }
-
-  #windowPrunerOf(declaration: RetentionDeclaration): DedupeWindowPruner {
-    const runtime = this.#runtime!;
-    return new DedupeWindowPruner({
-      driver: runtime.driver,
-      dialect: runtime.dialect,
-      windowsTable: runtime.dedupeWindowsTable,
-      queueTable: declaration.table.spec.qualifiedName,
-    });
   }
 
   async #takeLease(declaration: RetentionDeclaration, maintenance: MaintenanceTable): Promise<boolean> {
