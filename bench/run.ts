@@ -14,6 +14,7 @@ import { RELAY_USAGE, runRelayCommand } from './relay/relay-benchmark.js';
 import { runRetentionCommand } from './retention/retention-benchmark.js';
 import { runEventsCommand } from './events/events-benchmark.js';
 import { runControlReadsCommand } from './control-reads/control-reads-benchmark.js';
+import { runKeySlotsCommand } from './key-slots/key-slots-benchmark.js';
 import { NETWORK_USAGE, runNetworkCommand } from './network/network-command.js';
 import { REPORT_USAGE, runReportCommand } from './suite/report-command.js';
 import { runSuiteCommand, SUITE_USAGE } from './suite/suite-command.js';
@@ -45,6 +46,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'retention') return runRetentionCommand(argv);
   if (argv[0] === 'events') return runEventsCommand(argv);
   if (argv[0] === 'control-reads') return runControlReadsCommand(argv);
+  if (argv[0] === 'key-slots') return runKeySlotsCommand(argv);
   if (argv[0] === 'network') return runNetworkCommand(argv);
   if (argv[0] === 'relay') return runRelayCommand(argv);
   if (argv[0] !== 'partitioning') return runSuiteCommand(argv);

@@ -23,7 +23,8 @@ export interface Statement {
  *   cutoff as a negative delay from the database's own now (tables with `clock: 'database'`).
  * - `channel`: a Postgres notification channel (see `NotifyStatements`).
  * - `key`: an advisory lock key as the candidate select rendered it (see `AdvisoryStatements`), or
- *   a partition key whose slot a row lock claim holds (see `KeySlotStatements`).
+ *   a partition key whose slot a row lock claim holds (see `KeySlotStatements`); `slot`: the
+ *   number of one of that key's slots.
  * - `passedKeys`, `offset`: the partition keys a row lock claim passes over, and how many
  *   candidate rows it has read (see `KeySlotTake`, `KeySlotClaim`).
  * - `candidates`: how many claimable ids a row lock claim on MySQL reads before it locks any
@@ -54,6 +55,7 @@ export type ParamName =
   | 'lastError'
   | 'channel'
   | 'key'
+  | 'slot'
   | 'passedKeys'
   | 'offset'
   | 'candidates'
@@ -103,9 +105,9 @@ export function bindPositional(statement: Statement, values: readonly unknown[])
 }
 
 /** The parameters a statement rendered for many rows repeats once per row. */
-export type RowParam = 'id' | 'held' | 'retryAfterAt';
+export type RowParam = 'id' | 'held' | 'retryAfterAt' | 'key' | 'slot';
 
-const ROW_PARAMS: ReadonlySet<ParamName> = new Set<RowParam>(['id', 'held', 'retryAfterAt']);
+const ROW_PARAMS: ReadonlySet<ParamName> = new Set<RowParam>(['id', 'held', 'retryAfterAt', 'key', 'slot']);
 
 /**
  * Binds a statement rendered for a number of rows that repeats row parameters once per row:

@@ -163,6 +163,46 @@ function registerConcurrencyTests(context: SuiteContext): void {
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
     });
 
+    it('perKey: 2 in the row lock form: a key\'s slots are deleted once it has no row left, a key with a row in work keeps them, and a key seen again gets them back', async () => {
+      const table = defineTable(keyedRowLock());
+      await createTable(stand, context.db, table);
+      const queue = table.queue<string>('emails');
+      const keySlotsOf = (where: string) => countRows(context.db, 'tablequeue_concurrency_key_slots', `table_name = 'jobs' AND ${where}`);
+      const gate = new Gate();
+      const handled = new Collector<string>();
+      const handler = async (message: { id: string; payload: string }) => {
+        handled.push(message.payload);
+        if (message.payload === 'held') await gate.handler(message);
+      };
+      const first = createBroker(context.db, context.brokers);
+      first.subscribe(queue, handler, { workers: 4, concurrency: { perKey: 2 } });
+      await first.start();
+      const keys = Array.from({ length: 40 }, (_, index) => `k${index}`);
+      await first.publishMany(queue, [{ payload: 'held', partitionKey: 'held' }, ...keys.map((key) => ({ payload: key, partitionKey: key }))]);
+      await handled.waitFor(keys.length + 1);
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 1, 20_000, 'every row but the held one settled');
+      expect(await keySlotsOf(`key_value LIKE 'k%'`)).toBe(keys.length * 2);
+      // A subscription's first claim deletes the slots of keys without rows; the held key's row is
+      // in work, so its slots stay, the one its delivery holds and the free one.
+      const second = createBroker(context.db, context.brokers);
+      second.subscribe(queue, handler, { workers: 1, concurrency: { perKey: 2 } });
+      await second.start();
+      await untilStats(second, queue, (stats) => stats.emptyClaims >= 1, 'a claim of the second subscription');
+      expect(await keySlotsOf(`key_value LIKE 'k%'`)).toBe(0);
+      expect(await keySlotsOf(`key_value = 'held'`)).toBe(2);
+      // A key seen again gets its slots back from the next add.
+      await second.publishMany(queue, ['k1', 'k1', 'k1'].map((key) => ({ payload: 'again', partitionKey: key })));
+      await waitForDatabase(async () => handled.items.filter((payload) => payload === 'again').length === 3, 20_000, 'the key seen again handled');
+      expect(await keySlotsOf(`key_value = 'k1'`)).toBe(2);
+      gate.open();
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+      const third = createBroker(context.db, context.brokers);
+      third.subscribe(queue, handler, { workers: 1, concurrency: { perKey: 2 } });
+      await third.start();
+      await untilStats(third, queue, (stats) => stats.emptyClaims >= 1, 'a claim of the third subscription');
+      expect(await keySlotsOf('1 = 1')).toBe(0);
+    });
+
     it('perKey: 1 in the row lock form: a row without a key in work holds back no keyed row the claim passed over', async () => {
       // InnoDB keeps the lock on each row a locking read visits in the claim index: a claim for
       // the row without a key once visited a2 on its way and held it until its own handler ended.

@@ -1,7 +1,7 @@
-import { createConcurrencyStatements, type KeySlotClaim, type KeySlotTake } from '../dialect/concurrency-statements.js';
+import { createConcurrencyStatements, KEY_SLOTS_PER_DELETE, type KeySlotClaim, type KeySlotPrune, type KeySlotStatements, type KeySlotTake } from '../dialect/concurrency-statements.js';
 import { executeAll, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
-import { bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
+import { bindRepeated, bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { ChainedClaim, ChainedClaimSource, ClaimedRow, ClaimForm, HeldRow } from './claim-form.js';
 import { guardRowAddition, ownsGroup, type GuardRowAddition } from './claim-guard.js';
 import { ClaimTransaction, type ChainedClaimRun, type ClaimTransactionStatements } from './claim-transaction.js';
@@ -33,6 +33,9 @@ interface KeySlotRun {
   /** MySQL, MariaDB: `add` runs in its own read committed transaction after this guard (see `addInTransaction`). */
   readonly addBehind: { readonly begin: Statement[]; readonly guard: Statement } | undefined;
   readonly take: KeySlotTake;
+  readonly prune: KeySlotPrune;
+  /** `lockThenDelete` prunes run in their own READ COMMITTED transaction, behind the queue's guard where it has one. */
+  readonly pruneBehind: { readonly begin: Statement[]; readonly guard: Statement | undefined } | undefined;
   readonly claimOfKey: KeySlotClaim;
   readonly claimWithoutKey: KeySlotClaim;
 }
@@ -51,6 +54,15 @@ const KEY_SLOT_ATTEMPTS = 3;
  * claim and would wait until those keys' rows ran short. The add reads the claimable keys once.
  */
 const KEY_SLOT_ADD_INTERVAL_MS = 1_000;
+
+/**
+ * perKey: how often a claim deletes the slots of keys that have no claimable row left (their
+ * first claim, then once a minute), and, on MySQL and MariaDB, how many slots one transaction
+ * deletes. Each prune, and each of its pages there, reads the queue's claimable keys once, as
+ * every add does.
+ */
+const KEY_SLOT_PRUNE_INTERVAL_MS = 60_000;
+const KEY_SLOTS_PRUNED_PER_PAGE = 1_000;
 
 /**
  * perKey on MySQL and MariaDB: candidates read beyond the rows wanted, for the ones in work
@@ -89,6 +101,8 @@ export class RowLockForm implements ClaimForm {
   #isShortOfKeySlots = true;
   /** perKey: when this form last added missing key slots (`Date.now()`). */
   #keySlotsAddedAt = Number.NEGATIVE_INFINITY;
+  /** perKey: when this form last deleted unused key slots (`Date.now()`). */
+  #keySlotsPrunedAt = Number.NEGATIVE_INFINITY;
   /** The statements that open the claim's transaction, bound once. */
   readonly #begin: readonly BoundStatement[];
   /** No guard, no slots, no claim of the service's own: the transaction opens with the claim itself. */
@@ -128,6 +142,7 @@ export class RowLockForm implements ClaimForm {
             keySlots.add,
             ...(keySlots.addBehind ? [keySlots.addBehind.guard] : []),
             ...(keySlots.take.kind === 'claimOrder' ? [keySlots.take.statement] : [keySlots.take.after, keySlots.take.upTo]),
+            ...(keySlots.prune.kind === 'oneStatement' ? [keySlots.prune.statement] : [keySlots.prune.lock, keySlots.prune.delete]),
             ...[keySlots.claimOfKey, keySlots.claimWithoutKey].flatMap((claim) => (claim.kind === 'locking' ? [claim.statement] : [claim.candidates, claim.lock])),
           ];
     const service = this.#service?.statements ?? [];
@@ -281,6 +296,9 @@ export class RowLockForm implements ClaimForm {
     const service = this.#service;
     const passedKeys: string[] = [];
     for (let attempt = 1; ; attempt += 1) {
+      if (statements.keySlots !== undefined && Date.now() - this.#keySlotsPrunedAt >= KEY_SLOT_PRUNE_INTERVAL_MS) {
+        await this.#pruneKeySlots(connection, run, statements.keySlots, now);
+      }
       if (statements.keySlots !== undefined && (this.#isShortOfKeySlots || Date.now() - this.#keySlotsAddedAt >= KEY_SLOT_ADD_INTERVAL_MS)) {
         await this.#addKeySlots(run, statements.keySlots, now);
       }
@@ -328,6 +346,43 @@ export class RowLockForm implements ClaimForm {
     } catch (error) {
       await run(this.#statements.rollback);
       throw error;
+    }
+  }
+
+  /**
+   * Deletes the slots of keys with no claimable row that no delivery holds: in one statement, or
+   * (MySQL, MariaDB) a page at a time in key order until a page finds fewer than it may take. A
+   * slot deleted just as its key's next row is published is added again by the next add, as a
+   * new key's are.
+   */
+  async #pruneKeySlots(connection: Connection, run: RunStatement, keySlots: KeySlotRun, now: Date): Promise<void> {
+    this.#keySlotsPrunedAt = Date.now();
+    const { group } = this.#context;
+    const prune = keySlots.prune;
+    if (prune.kind === 'oneStatement') {
+      await run(prune.statement, { group, now });
+      return;
+    }
+    let fromKey = '';
+    for (;;) {
+      const values = { group, now, key: fromKey, limit: KEY_SLOTS_PRUNED_PER_PAGE };
+      for (const statement of keySlots.pruneBehind?.begin ?? []) await run(statement);
+      let unused: Record<string, unknown>[];
+      try {
+        if (keySlots.pruneBehind?.guard !== undefined) await run(keySlots.pruneBehind.guard, values);
+        unused = (await run(prune.lock, values)).rows;
+        for (let first = 0; first < unused.length; first += KEY_SLOTS_PER_DELETE) {
+          const slots = unused.slice(first, first + KEY_SLOTS_PER_DELETE).map((slot) => ({ key: slot['key_value'], slot: slot['slot'] }));
+          await connection.execute(bindRepeated(prune.delete, slots, { group }, 'slot'));
+        }
+        await run(this.#statements.commit);
+      } catch (error) {
+        await run(this.#statements.rollback);
+        throw error;
+      }
+      const last = unused.at(-1);
+      if (unused.length < KEY_SLOTS_PRUNED_PER_PAGE || last === undefined) return;
+      fromKey = String(last['key_value']);
     }
   }
 
@@ -423,17 +478,7 @@ function renderRowLockStatements(context: FormContext, service: ServiceStatement
     guard: dialect.fifo.guard(spec),
     addGuardRow: guardRowAddition(dialect, spec, dialect.session.begin({ isolation: spec.isolation })),
     takeSlots: slots?.take(spec),
-    keySlots:
-      keySlots === undefined
-        ? undefined
-        : {
-            add: keySlots.add(spec),
-            addBehind:
-              keySlots.addInTransaction && guard !== undefined ? { begin: dialect.session.begin({ isolation: 'read committed' }), guard } : undefined,
-            take: keySlots.take(spec),
-            claimOfKey: keySlots.claimOfKey(spec, columns),
-            claimWithoutKey: keySlots.claimWithoutKey(spec, columns),
-          },
+    keySlots: keySlots === undefined ? undefined : renderKeySlotRun(context, keySlots, guard),
     claim: dialect.rowLock.claim(spec, columns),
     savepoint: dialect.session.savepoint(),
     rollbackToSavepoint: dialect.session.rollbackToSavepoint(),
@@ -457,5 +502,20 @@ function renderRowLockStatements(context: FormContext, service: ServiceStatement
       }
       return statement;
     },
+  };
+}
+
+function renderKeySlotRun(context: FormContext, keySlots: KeySlotStatements, guard: Statement | undefined): KeySlotRun {
+  const { dialect, spec, columns } = context;
+  const prune = keySlots.prune(spec);
+  const readCommitted = (): Statement[] => dialect.session.begin({ isolation: 'read committed' });
+  return {
+    add: keySlots.add(spec),
+    addBehind: keySlots.addInTransaction && guard !== undefined ? { begin: readCommitted(), guard } : undefined,
+    take: keySlots.take(spec),
+    prune,
+    pruneBehind: prune.kind === 'lockThenDelete' ? { begin: readCommitted(), guard } : undefined,
+    claimOfKey: keySlots.claimOfKey(spec, columns),
+    claimWithoutKey: keySlots.claimWithoutKey(spec, columns),
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createConcurrencyStatements } from './concurrency-statements.js';
+import { createConcurrencyStatements, KEY_SLOTS_PER_DELETE } from './concurrency-statements.js';
 import { createDialect } from './create-dialect.js';
 import type { Statement } from '../statement.js';
 import {
@@ -310,7 +310,7 @@ describe('key slots of the row lock form (perKey)', () => {
     expect(createConcurrencyStatements(createDialect('sqlite').name).keySlots).toBeUndefined();
   });
 
-  it('postgres: the key slots table, the missing slots of claimable keys added, slots taken in claim order past the keys passed over, a key\'s rows and rows without a key claimed apart', () => {
+  it('postgres: the key slots table, the missing slots of claimable keys added, slots taken in claim order past the keys passed over, unused slots deleted in one statement, a key\'s rows and rows without a key claimed apart', () => {
     const keySlots = createConcurrencyStatements(createDialect('postgres').name).keySlots!;
     expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
       [
@@ -326,7 +326,7 @@ describe('key slots of the row lock form (perKey)', () => {
     expect(keySlots.addInTransaction).toBe(false);
     expect(keySlots.add(everyRoleTable.spec)).toEqual({
       name: "concurrency.addKeySlots",
-      sql: "INSERT INTO \"tablequeue_concurrency_key_slots\" (\"table_name\", \"queue_name\", \"key_value\", \"slot\") SELECT 'email_jobs', $1, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT CAST(\"customer\" AS text) AS tablequeue_key FROM \"email_jobs\" WHERE \"queue\" = $2 AND \"retry_after\" <= $3 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_keys CROSS JOIN generate_series(1, $4::integer) AS tablequeue_numbers (n) WHERE NOT EXISTS (SELECT 1 FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_held WHERE tablequeue_held.\"table_name\" = 'email_jobs' AND tablequeue_held.\"queue_name\" = $5 AND tablequeue_held.\"key_value\" = tablequeue_keys.tablequeue_key AND tablequeue_held.\"slot\" = tablequeue_numbers.n)",
+      sql: "INSERT INTO \"tablequeue_concurrency_key_slots\" (\"table_name\", \"queue_name\", \"key_value\", \"slot\") SELECT 'email_jobs', $1, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT CAST(\"customer\" AS text) AS tablequeue_key FROM \"email_jobs\" WHERE \"queue\" = $2 AND \"retry_after\" <= $3 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_keys CROSS JOIN generate_series(1, $4::integer) AS tablequeue_numbers (n) WHERE NOT EXISTS (SELECT 1 FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_held WHERE tablequeue_held.\"table_name\" = 'email_jobs' AND tablequeue_held.\"queue_name\" = $5 AND tablequeue_held.\"key_value\" = tablequeue_keys.tablequeue_key AND tablequeue_held.\"slot\" = tablequeue_numbers.n) ON CONFLICT DO NOTHING",
       params: ['group', 'group', 'now', 'perKey', 'group'],
     });
     expect(keySlots.take(everyRoleTable.spec)).toEqual({
@@ -335,6 +335,14 @@ describe('key slots of the row lock form (perKey)', () => {
         name: "concurrency.takeKeySlots",
         sql: "SELECT tablequeue_slots.\"key_value\", tablequeue_slots.\"slot\" FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_slots JOIN (SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key) AS tablequeue_heads ON tablequeue_slots.\"key_value\" = tablequeue_heads.tablequeue_key WHERE tablequeue_slots.\"table_name\" = 'email_jobs' AND tablequeue_slots.\"queue_name\" = $3 AND tablequeue_slots.\"slot\" <= $4 AND tablequeue_slots.\"key_value\" <> ALL($5) ORDER BY tablequeue_heads.tablequeue_first, tablequeue_slots.\"slot\" LIMIT $6 FOR UPDATE OF tablequeue_slots SKIP LOCKED",
         params: ['group', 'now', 'group', 'perKey', 'passedKeys', 'limit'],
+      },
+    });
+    expect(keySlots.prune(everyRoleTable.spec)).toEqual({
+      kind: 'oneStatement',
+      statement: {
+        name: 'concurrency.pruneKeySlots',
+        sql: "DELETE FROM \"tablequeue_concurrency_key_slots\" WHERE ctid = ANY(ARRAY(SELECT tablequeue_unused.ctid FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_unused WHERE tablequeue_unused.ctid = ANY(ARRAY(SELECT unnest(array_agg(tablequeue_keys.tablequeue_slot_row)) FROM (SELECT \"key_value\" AS tablequeue_key, ctid AS tablequeue_slot_row, false AS tablequeue_has_rows FROM \"tablequeue_concurrency_key_slots\" WHERE \"table_name\" = 'email_jobs' AND \"queue_name\" = $1 UNION ALL SELECT CAST(\"customer\" AS text), NULL, true FROM \"email_jobs\" WHERE \"queue\" = $2 AND \"retry_after\" <= $3 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_keys GROUP BY tablequeue_keys.tablequeue_key HAVING NOT bool_or(tablequeue_keys.tablequeue_has_rows))) FOR UPDATE OF tablequeue_unused SKIP LOCKED))",
+        params: ['group', 'group', 'now'],
       },
     });
     expect(keySlots.claimOfKey(everyRoleTable.spec, everyRoleTable.columns)).toEqual({
@@ -355,7 +363,7 @@ describe('key slots of the row lock form (perKey)', () => {
     });
   });
 
-  it('mysql: the key slots table, the missing slots added behind the guard, slots taken in turn in primary key order, rows read without locks and locked one by one by primary key', () => {
+  it('mysql: the key slots table, the missing slots added behind the guard, slots taken in turn in primary key order, unused slots locked a page at a time in key order then deleted by primary key, rows read without locks and locked one by one by primary key', () => {
     const keySlots = createConcurrencyStatements(createDialect('mysql').name).keySlots!;
     expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
       [
@@ -385,6 +393,21 @@ describe('key slots of the row lock form (perKey)', () => {
         name: "concurrency.takeKeySlotsUpTo",
         sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` <= ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
         params: ['group', 'key', 'perKey', 'group', 'now', 'limit'],
+      },
+    });
+    expect(keySlots.prune(everyRoleTable.spec)).toEqual({
+      kind: 'lockThenDelete',
+      lock: {
+        name: 'concurrency.lockUnusedKeySlots',
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` >= ? AND tablequeue_slots.`key_value` NOT IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+        params: ['group', 'key', 'group', 'now', 'limit'],
+      },
+      delete: {
+        name: 'concurrency.deleteKeySlots',
+        sql:
+          `DELETE \`tablequeue_concurrency_key_slots\` FROM (SELECT CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key, ? AS tablequeue_slot${' UNION ALL SELECT CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin, ?'.repeat(KEY_SLOTS_PER_DELETE - 1)}) AS tablequeue_unused ` +
+          "STRAIGHT_JOIN `tablequeue_concurrency_key_slots` FORCE INDEX (PRIMARY) ON `tablequeue_concurrency_key_slots`.`table_name` = 'email_jobs' AND `tablequeue_concurrency_key_slots`.`queue_name` = ? AND `tablequeue_concurrency_key_slots`.`key_value` = tablequeue_unused.tablequeue_key AND `tablequeue_concurrency_key_slots`.`slot` = tablequeue_unused.tablequeue_slot",
+        params: [...Array.from({ length: KEY_SLOTS_PER_DELETE }, () => ['key', 'slot']).flat(), 'group'],
       },
     });
     expect(keySlots.claimOfKey(everyRoleTable.spec, everyRoleTable.columns)).toEqual({

@@ -1,0 +1,134 @@
+import { parseArgs } from 'node:util';
+import { createDriver } from '../../src/driver/create-driver.js';
+import { Broker, defineTable } from '../../src/index.js';
+import { createBenchDatabase, DEFAULT_MARIADB_URL, DEFAULT_POSTGRES_URL, runSql } from '../bench-database.js';
+import { readCount, readList, serversFromEnvironment, UsageError } from '../command-line.js';
+import { describeMachine } from '../machine.js';
+
+export const KEY_SLOTS_USAGE = `usage: npm run bench -- key-slots [options]
+
+What the key slots of keys long gone cost a row lock subscription with concurrency.perKey. A
+broker subscribes once (which creates the slot table) and stops; --stale-keys keys that have no
+row left get their --per-key slots each, inserted on the server side as claims would have left
+them; then --rows rows of --keys live keys are published and a new broker (--workers workers,
+perKey --per-key) drains them, timed from its start to the last handler call. Run it with
+--stale-keys 0 beside it for the same drain on a clean slot table.
+
+  --db LIST              postgres,mariadb (default both)
+  --stale-keys N         keys without rows whose slots are left (default 100000)
+  --keys N               live keys (default 40)
+  --rows N               rows drained (default 4000)
+  --per-key N            concurrency.perKey (default 2)
+  --workers N            (default 8)
+  --timeout-seconds N    a drain that has not ended by then is reported as such (default 600)
+
+Servers: POSTGRES_URL (default ${DEFAULT_POSTGRES_URL}) and MARIADB_URL
+(default ${DEFAULT_MARIADB_URL}); both must be on 127.0.0.1.`;
+
+type ServerName = 'postgres' | 'mariadb';
+
+interface KeySlotsSettings {
+  readonly staleKeys: number;
+  readonly keys: number;
+  readonly rows: number;
+  readonly perKey: number;
+  readonly workers: number;
+  readonly timeoutMs: number;
+}
+
+/** `npm run bench -- key-slots …`: argv starts with the word "key-slots". Returns the exit code. */
+export async function runKeySlotsCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      db: { type: 'string', default: 'postgres,mariadb' },
+      'stale-keys': { type: 'string', default: '100000' },
+      keys: { type: 'string', default: '40' },
+      rows: { type: 'string', default: '4000' },
+      'per-key': { type: 'string', default: '2' },
+      workers: { type: 'string', default: '8' },
+      'timeout-seconds': { type: 'string', default: '600' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(KEY_SLOTS_USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
+  const databases = readList<ServerName>(values.db, '--db', ['postgres', 'mariadb']);
+  const settings: KeySlotsSettings = {
+    staleKeys: readCount(values['stale-keys'], '--stale-keys', 0),
+    keys: readCount(values.keys, '--keys', 1),
+    rows: readCount(values.rows, '--rows', 1),
+    perKey: readCount(values['per-key'], '--per-key', 1),
+    workers: readCount(values.workers, '--workers', 1),
+    timeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
+  };
+  const machine = describeMachine();
+  console.log(`${machine.cpuCount} × ${machine.cpuModel}, ${machine.os}, Node ${machine.node}, commit ${machine.gitCommit ?? '?'}, library from ${machine.library}`);
+  console.log(`load average at start: ${machine.loadAverage.join(' ')}; ${new Date().toISOString()}`);
+  for (const database of databases) console.log(await drainBesideStaleSlots(database, settings));
+  return 0;
+}
+
+async function drainBesideStaleSlots(database: ServerName, settings: KeySlotsSettings): Promise<string> {
+  const bench = await createBenchDatabase(database, serversFromEnvironment());
+  const admin = createDriver(bench.url, { poolSize: 1 });
+  const brokers: Broker[] = [];
+  try {
+    await admin.open();
+    // Read committed: what perKey in the row lock form needs on MariaDB.
+    const table = defineTable({ table: 'jobs', id: 'id', partitionKey: 'customer', payload: 'payload', isolation: 'read committed' });
+    for (const sql of table.createTableSql(database)) await runSql(admin, sql);
+    const queue = table.queue<number>('default');
+    const options = { workers: settings.workers, concurrency: { perKey: settings.perKey } };
+    const first = new Broker({ database: bench.url });
+    brokers.push(first);
+    first.subscribe(queue, () => undefined, options);
+    await first.start();
+    await first.stop();
+    if (settings.staleKeys > 0) await runSql(admin, staleSlotsSql(database, settings));
+    const publisher = new Broker({ database: bench.url });
+    brokers.push(publisher);
+    await publisher.start();
+    const rows = Array.from({ length: settings.rows }, (_, index) => ({ payload: index, partitionKey: `k${String(index % settings.keys).padStart(6, '0')}` }));
+    for (let start = 0; start < rows.length; start += 1000) await publisher.publishMany(queue, rows.slice(start, start + 1000));
+    await publisher.stop();
+    let handled = 0;
+    let lastAt = 0;
+    let finished!: () => void;
+    const allHandled = new Promise<void>((resolve) => (finished = resolve));
+    const drainer = new Broker({ database: bench.url });
+    brokers.push(drainer);
+    drainer.subscribe(queue, () => {
+      handled += 1;
+      lastAt = performance.now();
+      if (handled === settings.rows) finished();
+    }, options);
+    const startedAt = performance.now();
+    await drainer.start();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timedOut'>((resolve) => (timer = setTimeout(() => resolve('timedOut'), settings.timeoutMs)));
+    const ending = await Promise.race([allHandled.then(() => 'drained' as const), timedOut]);
+    clearTimeout(timer);
+    const slotRows = (await runSql(admin, 'SELECT COUNT(*) AS n FROM tablequeue_concurrency_key_slots'))[0]?.['n'];
+    const what = `${database}, ${settings.staleKeys * settings.perKey} slots of ${settings.staleKeys} keys gone`;
+    if (ending === 'timedOut') return `${what}: ${handled} of ${settings.rows} rows handled when ${settings.timeoutMs / 1000} s had passed; slot rows then ${String(slotRows)}`;
+    return `${what}: ${settings.rows} rows of ${settings.keys} keys in ${((lastAt - startedAt) / 1000).toFixed(2)} s from start; slot rows after ${String(slotRows)}`;
+  } finally {
+    for (const broker of brokers) await broker.stop().catch(() => undefined);
+    await admin.close();
+    await bench.drop();
+  }
+}
+
+/** The slots `1..perKey` of each stale key, inserted from a generated series on the server. */
+function staleSlotsSql(database: ServerName, settings: KeySlotsSettings): string {
+  const { staleKeys, perKey } = settings;
+  if (database === 'postgres') {
+    return `INSERT INTO tablequeue_concurrency_key_slots (table_name, queue_name, key_value, slot) SELECT 'jobs', '', 'gone' || lpad(n::text, 9, '0'), s FROM generate_series(1, ${staleKeys}) AS n, generate_series(1, ${perKey}) AS s`;
+  }
+  return `INSERT INTO tablequeue_concurrency_key_slots (table_name, queue_name, key_value, slot) SELECT 'jobs', '', CONCAT('gone', LPAD(n.seq, 9, '0')), s.seq FROM seq_1_to_${staleKeys} AS n, seq_1_to_${perKey} AS s`;
+}
