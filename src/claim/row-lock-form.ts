@@ -30,12 +30,12 @@ interface RowLockStatements extends ClaimTransactionStatements {
 /** `concurrency.perKey`'s statements, and how its slots are added. */
 interface KeySlotRun {
   readonly add: Statement;
-  /** MySQL, MariaDB: `add` runs in its own read committed transaction after this guard (see `addInTransaction`). */
-  readonly addBehind: { readonly begin: Statement[]; readonly guard: Statement } | undefined;
+  /** MySQL, MariaDB: `add` runs in the `behindGuard` transaction (see `KeySlotStatements.addInTransaction`). */
+  readonly addInTransaction: boolean;
   readonly take: KeySlotTake;
   readonly prune: KeySlotPrune;
-  /** `lockThenDelete` prunes run in their own READ COMMITTED transaction, behind the queue's guard where it has one. */
-  readonly pruneBehind: { readonly begin: Statement[]; readonly guard: Statement | undefined } | undefined;
+  /** A READ COMMITTED transaction behind the queue's guard where it has one: `add` (see above) and `lockThenDelete` prunes run in it. */
+  readonly behindGuard: { readonly begin: Statement[]; readonly guard: Statement | undefined };
   readonly claimOfKey: KeySlotClaim;
   readonly claimWithoutKey: KeySlotClaim;
 }
@@ -140,7 +140,7 @@ export class RowLockForm implements ClaimForm {
         ? []
         : [
             keySlots.add,
-            ...(keySlots.addBehind ? [keySlots.addBehind.guard] : []),
+            ...(keySlots.behindGuard.guard !== undefined && runsBehindGuard(keySlots) ? [keySlots.behindGuard.guard] : []),
             ...(keySlots.take.kind === 'claimOrder' ? [keySlots.take.statement] : [keySlots.take.after, keySlots.take.upTo]),
             ...(keySlots.prune.kind === 'oneStatement' ? [keySlots.prune.statement] : [keySlots.prune.lock, keySlots.prune.delete]),
             ...[keySlots.claimOfKey, keySlots.claimWithoutKey].flatMap((claim) => (claim.kind === 'locking' ? [claim.statement] : [claim.candidates, claim.lock])),
@@ -334,15 +334,22 @@ export class RowLockForm implements ClaimForm {
   async #addKeySlots(run: RunStatement, keySlots: KeySlotRun, now: Date): Promise<void> {
     this.#keySlotsAddedAt = Date.now();
     const values = { group: this.#context.group, now, perKey: this.#context.concurrency?.perKey };
-    if (keySlots.addBehind === undefined) {
+    if (!keySlots.addInTransaction) {
       await run(keySlots.add, values);
       return;
     }
-    for (const statement of keySlots.addBehind.begin) await run(statement);
+    await this.#behindGuard(run, keySlots, values, () => run(keySlots.add, values));
+  }
+
+  /** `work` in a READ COMMITTED transaction of its own, after the queue's guard where it has one. */
+  async #behindGuard<T>(run: RunStatement, keySlots: KeySlotRun, values: ParamValues, work: () => Promise<T>): Promise<T> {
+    const { begin, guard } = keySlots.behindGuard;
+    for (const statement of begin) await run(statement);
     try {
-      await run(keySlots.addBehind.guard, values);
-      await run(keySlots.add, values);
+      if (guard !== undefined) await run(guard, values);
+      const result = await work();
       await run(this.#statements.commit);
+      return result;
     } catch (error) {
       await run(this.#statements.rollback);
       throw error;
@@ -366,20 +373,14 @@ export class RowLockForm implements ClaimForm {
     let fromKey = '';
     for (;;) {
       const values = { group, now, key: fromKey, limit: KEY_SLOTS_PRUNED_PER_PAGE };
-      for (const statement of keySlots.pruneBehind?.begin ?? []) await run(statement);
-      let unused: Record<string, unknown>[];
-      try {
-        if (keySlots.pruneBehind?.guard !== undefined) await run(keySlots.pruneBehind.guard, values);
-        unused = (await run(prune.lock, values)).rows;
-        for (let first = 0; first < unused.length; first += KEY_SLOTS_PER_DELETE) {
-          const slots = unused.slice(first, first + KEY_SLOTS_PER_DELETE).map((slot) => ({ key: slot['key_value'], slot: slot['slot'] }));
+      const unused = await this.#behindGuard(run, keySlots, values, async () => {
+        const locked = (await run(prune.lock, values)).rows;
+        for (let first = 0; first < locked.length; first += KEY_SLOTS_PER_DELETE) {
+          const slots = locked.slice(first, first + KEY_SLOTS_PER_DELETE).map((slot) => ({ key: slot['key_value'], slot: slot['slot'] }));
           await connection.execute(bindRepeated(prune.delete, slots, { group }, 'slot'));
         }
-        await run(this.#statements.commit);
-      } catch (error) {
-        await run(this.#statements.rollback);
-        throw error;
-      }
+        return locked;
+      });
       const last = unused.at(-1);
       if (unused.length < KEY_SLOTS_PRUNED_PER_PAGE || last === undefined) return;
       fromKey = String(last['key_value']);
@@ -505,16 +506,19 @@ function renderRowLockStatements(context: FormContext, service: ServiceStatement
   };
 }
 
+/** Whether anything of `keySlots` runs in its `behindGuard` transaction (MySQL, MariaDB). */
+function runsBehindGuard(keySlots: KeySlotRun): boolean {
+  return keySlots.addInTransaction || keySlots.prune.kind === 'lockThenDelete';
+}
+
 function renderKeySlotRun(context: FormContext, keySlots: KeySlotStatements, guard: Statement | undefined): KeySlotRun {
   const { dialect, spec, columns } = context;
-  const prune = keySlots.prune(spec);
-  const readCommitted = (): Statement[] => dialect.session.begin({ isolation: 'read committed' });
   return {
     add: keySlots.add(spec),
-    addBehind: keySlots.addInTransaction && guard !== undefined ? { begin: readCommitted(), guard } : undefined,
+    addInTransaction: keySlots.addInTransaction,
     take: keySlots.take(spec),
-    prune,
-    pruneBehind: prune.kind === 'lockThenDelete' ? { begin: readCommitted(), guard } : undefined,
+    prune: keySlots.prune(spec),
+    behindGuard: { begin: dialect.session.begin({ isolation: 'read committed' }), guard },
     claimOfKey: keySlots.claimOfKey(spec, columns),
     claimWithoutKey: keySlots.claimWithoutKey(spec, columns),
   };

@@ -117,11 +117,12 @@ export type KeySlotClaim =
  *   another claim holds would wait for it: a claim can hold the slot of a key whose last row
  *   another claim took, until the rows it took beside it settle.
  */
-export const KEY_SLOTS_PER_DELETE = 100;
-
 export type KeySlotPrune =
   | { readonly kind: 'oneStatement'; readonly statement: Statement }
   | { readonly kind: 'lockThenDelete'; readonly lock: Statement; readonly delete: Statement };
+
+/** The slots one `lockThenDelete` delete statement removes. */
+export const KEY_SLOTS_PER_DELETE = 100;
 
 export interface KeySlotStatements {
   /** `CREATE TABLE IF NOT EXISTS` of the key slot rows, beside the queue table. */
@@ -359,10 +360,20 @@ function renderKeySlotsTable(text: KeyText, spec: TableSpec): string {
   );
 }
 
+/** ` FROM <table> WHERE …`: the queue's claimable rows that have a key. */
+function fromClaimableKeyedRows(spec: TableSpec): SqlText {
+  const key = identifier(requirePartitionKey(spec, 'a key slot'));
+  return sql` FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`])}`;
+}
+
+/** The partition key column as text that compares with `key_value`. */
+function keyTextOf(text: KeyText, spec: TableSpec): SqlText {
+  return text.of(identifier(requirePartitionKey(spec, 'a key slot')));
+}
+
 /** The distinct keys of the queue's claimable rows, as text: column `tablequeue_key`. */
 function claimableKeys(text: KeyText, spec: TableSpec): SqlText {
-  const key = identifier(requirePartitionKey(spec, 'a key slot'));
-  return sql`SELECT DISTINCT ${text.of(key)} AS tablequeue_key FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`])}`;
+  return sql`SELECT DISTINCT ${keyTextOf(text, spec)} AS tablequeue_key${fromClaimableKeyedRows(spec)}`;
 }
 
 /**
@@ -383,8 +394,7 @@ function renderAddKeySlots(text: KeyText, spec: TableSpec, numbers: { with: SqlT
  * queue rows are read in a derived table, and `FOR UPDATE OF` names the slot rows alone.
  */
 function renderTakeKeySlots(text: KeyText, spec: TableSpec): Statement {
-  const key = identifier(requirePartitionKey(spec, 'a key slot'));
-  const positions = sql`SELECT ${text.of(key)} AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY ${claimOrder(spec)}) AS tablequeue_position FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`])}`;
+  const positions = sql`SELECT ${keyTextOf(text, spec)} AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY ${claimOrder(spec)}) AS tablequeue_position${fromClaimableKeyedRows(spec)}`;
   const heads = sql`SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (${positions}) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key`;
   const slot = sql`tablequeue_slots.${identifier('slot')}`;
   const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
@@ -422,10 +432,9 @@ function renderTakeKeySlotsInTurn(text: KeyText, spec: TableSpec, side: '>' | '<
  * A slot row is never updated, so its address holds for the statement.
  */
 function renderPruneKeySlots(spec: TableSpec): Statement {
-  const key = identifier(requirePartitionKey(spec, 'a key slot'));
   const ofQueue = sql`${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND ${identifier('queue_name')} = ${queueName(spec)}`;
   const slotKeys = sql`SELECT ${identifier('key_value')} AS tablequeue_key, ctid AS tablequeue_slot_row, false AS tablequeue_has_rows FROM ${keySlotsTableOf(spec)} WHERE ${ofQueue}`;
-  const rowKeys = sql`SELECT ${POSTGRES_KEY_TEXT.of(key)}, NULL, true FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`])}`;
+  const rowKeys = sql`SELECT ${keyTextOf(POSTGRES_KEY_TEXT, spec)}, NULL, true${fromClaimableKeyedRows(spec)}`;
   const unused = sql`SELECT unnest(array_agg(tablequeue_keys.tablequeue_slot_row)) FROM (${slotKeys} UNION ALL ${rowKeys}) AS tablequeue_keys GROUP BY tablequeue_keys.tablequeue_key HAVING NOT bool_or(tablequeue_keys.tablequeue_has_rows)`;
   const locked = sql`SELECT tablequeue_unused.ctid FROM ${keySlotsTableOf(spec)} AS tablequeue_unused WHERE tablequeue_unused.ctid = ANY(ARRAY(${unused})) FOR UPDATE OF tablequeue_unused SKIP LOCKED`;
   return renderStatement(DOUBLE_QUOTE_STYLE, 'concurrency.pruneKeySlots', sql`DELETE FROM ${keySlotsTableOf(spec)} WHERE ctid = ANY(ARRAY(${locked}))`);
