@@ -140,6 +140,17 @@ export function driverSuite(stand: Stand): void {
       await expectUtcTimes(context, driver);
     });
 
+    it.runIf(stand.kind === 'postgres')('Postgres: an array of Dates binds each in UTC, one Date given many times and others between', async () => {
+      const driver = await context.openDriver();
+      const token = new Date('2024-02-29T23:59:59.123Z');
+      const other = new Date('2025-01-01T00:00:00.000Z');
+      const tokens = [token, token, other, token, null, token];
+      const result = await driver.execute(
+        statement('test.date-array', 'SELECT unnest($1::timestamptz[]) AS at', [tokens]),
+      );
+      expect(result.rows.map((row) => row['at'])).toEqual(tokens);
+    });
+
     driverPoolSuite(context);
   });
 }

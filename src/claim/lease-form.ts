@@ -275,7 +275,7 @@ export class LeaseForm implements ClaimForm {
       const own = isHandBack ? undefined : this.#service?.settlements[settlementStatementNameOf(settlement)];
       const statements = own ?? this.#statements.settlements[settlement.kind];
       const coalesced = this.#coalesced;
-      let candidates = slot.candidateTokens();
+      let isCurrentTokenTried = false;
       if (delivery === undefined && own === undefined && coalesced?.accepts(settlement) === true) {
         const answering = coalesced.settle(slot, settlement);
         // Every lease held is settling: no other settlement can join the window, so it goes now.
@@ -285,9 +285,10 @@ export class LeaseForm implements ClaimForm {
         if (answer === 'settled') return;
         // A renewal whose outcome is unknown may have written the other token: that one is left.
         // After `failed` every token is tried alone, so an error reaches only its own row.
-        if (answer === 'notCarried') candidates = candidates.slice(1);
+        isCurrentTokenTried = answer === 'notCarried';
       }
-      for (const held of candidates) {
+      const candidates = slot.candidateTokens();
+      for (const held of isCurrentTokenTried ? candidates.slice(1) : candidates) {
         const values = settlementValues(slot.idValue, settlement, held);
         const isSettled = delivery?.isOpen
           ? await this.#runInDeliveryTransaction(delivery, statements, values)

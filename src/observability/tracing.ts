@@ -110,7 +110,7 @@ export class Tracing {
 export interface ProcessSpan {
   readonly context: Context;
   /** Runs the handler with this span active, so spans the handler starts are its children. */
-  run<T>(handler: () => Promise<T>): Promise<T>;
+  run<T>(handler: () => T): T;
   /** The handler threw: error status and the exception recorded. */
   fail(error: unknown): void;
   end(): void;

@@ -70,7 +70,7 @@ export type InvokeHandler = (
   slot: number,
   transaction: HandlerTransaction | undefined,
   abort: AbortController,
-) => Promise<unknown>;
+) => unknown;
 
 export interface DeliveryRunnerOptions {
   readonly spec: TableSpec;

@@ -473,9 +473,11 @@ export class Subscription {
         return abort.signal;
       },
     });
+    // Not async: the runner awaits what the handler returns and catches what it throws, so a
+    // wrapper promise per delivery would only add an allocation and a microtask.
     return isBatch
-      ? async (messages, _slot, _tx, abort) => (handler as BatchHandler<unknown>)(messages, withSignal(abort))
-      : async (messages, _slot, tx, abort) =>
+      ? (messages, _slot, _tx, abort) => (handler as BatchHandler<unknown>)(messages, withSignal(abort))
+      : (messages, _slot, tx, abort) =>
           (handler as Handler<unknown>)(
             messages[0]!,
             tx === undefined ? withSignal(abort) : transactionalContext(withSignal(abort), tx, transactionalOptions),

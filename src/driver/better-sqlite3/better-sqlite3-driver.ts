@@ -371,10 +371,21 @@ class StatementCache {
   }
 }
 
+/**
+ * A reader's column names are read only when asked for (the schema probes ask): better-sqlite3
+ * builds them anew on every `columns()` call, 3.7 µs for five columns against 2 µs for running the
+ * select that returns one such row, and a lease claim on SQLite is a reader (`RETURNING`).
+ */
 function runStatement(statement: BetterSqlite3StatementLike, values: readonly unknown[]): QueryResult {
   if (statement.reader) {
     const rows = statement.all(values);
-    return { rows, affectedRows: rows.length, columns: statement.columns().map((column) => column.name) };
+    return {
+      rows,
+      affectedRows: rows.length,
+      get columns() {
+        return statement.columns().map((column) => column.name);
+      },
+    };
   }
   return { rows: [], affectedRows: statement.run(values).changes, columns: [] };
 }
