@@ -57,6 +57,7 @@ export type ParamName =
   | 'key'
   | 'slot'
   | 'passedKeys'
+  | 'window'
   | 'offset'
   | 'candidates'
   | 'ids'

@@ -310,7 +310,7 @@ describe('key slots of the row lock form (perKey)', () => {
     expect(createConcurrencyStatements(createDialect('sqlite').name).keySlots).toBeUndefined();
   });
 
-  it('postgres: the key slots table, the missing slots of claimable keys added, slots taken in claim order past the keys passed over, unused slots deleted in one statement, a key\'s rows and rows without a key claimed apart', () => {
+  it('postgres: the key slots table, the missing slots of the keys of the first :window claimable rows added, slots of those keys taken in claim order past the keys passed over, unused slots deleted in one statement, a key\'s rows and rows without a key claimed apart', () => {
     const keySlots = createConcurrencyStatements(createDialect('postgres').name).keySlots!;
     expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
       [
@@ -326,15 +326,15 @@ describe('key slots of the row lock form (perKey)', () => {
     expect(keySlots.addInTransaction).toBe(false);
     expect(keySlots.add(everyRoleTable.spec)).toEqual({
       name: "concurrency.addKeySlots",
-      sql: "INSERT INTO \"tablequeue_concurrency_key_slots\" (\"table_name\", \"queue_name\", \"key_value\", \"slot\") SELECT 'email_jobs', $1, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT CAST(\"customer\" AS text) AS tablequeue_key FROM \"email_jobs\" WHERE \"queue\" = $2 AND \"retry_after\" <= $3 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_keys CROSS JOIN generate_series(1, $4::integer) AS tablequeue_numbers (n) WHERE NOT EXISTS (SELECT 1 FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_held WHERE tablequeue_held.\"table_name\" = 'email_jobs' AND tablequeue_held.\"queue_name\" = $5 AND tablequeue_held.\"key_value\" = tablequeue_keys.tablequeue_key AND tablequeue_held.\"slot\" = tablequeue_numbers.n) ON CONFLICT DO NOTHING",
-      params: ['group', 'group', 'now', 'perKey', 'group'],
+      sql: "INSERT INTO \"tablequeue_concurrency_key_slots\" (\"table_name\", \"queue_name\", \"key_value\", \"slot\") SELECT 'email_jobs', $1, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key FROM \"email_jobs\" WHERE \"queue\" = $2 AND \"retry_after\" <= $3 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $4) AS tablequeue_window) AS tablequeue_keys CROSS JOIN generate_series(1, $5::integer) AS tablequeue_numbers (n) WHERE NOT EXISTS (SELECT 1 FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_held WHERE tablequeue_held.\"table_name\" = 'email_jobs' AND tablequeue_held.\"queue_name\" = $6 AND tablequeue_held.\"key_value\" = tablequeue_keys.tablequeue_key AND tablequeue_held.\"slot\" = tablequeue_numbers.n) ON CONFLICT DO NOTHING",
+      params: ['group', 'group', 'now', 'window', 'perKey', 'group'],
     });
     expect(keySlots.take(everyRoleTable.spec)).toEqual({
       kind: 'claimOrder',
       statement: {
         name: "concurrency.takeKeySlots",
-        sql: "SELECT tablequeue_slots.\"key_value\", tablequeue_slots.\"slot\" FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_slots JOIN (SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key) AS tablequeue_heads ON tablequeue_slots.\"key_value\" = tablequeue_heads.tablequeue_key WHERE tablequeue_slots.\"table_name\" = 'email_jobs' AND tablequeue_slots.\"queue_name\" = $3 AND tablequeue_slots.\"slot\" <= $4 AND tablequeue_slots.\"key_value\" <> ALL($5) ORDER BY tablequeue_heads.tablequeue_first, tablequeue_slots.\"slot\" LIMIT $6 FOR UPDATE OF tablequeue_slots SKIP LOCKED",
-        params: ['group', 'now', 'group', 'perKey', 'passedKeys', 'limit'],
+        sql: "SELECT tablequeue_slots.\"key_value\", tablequeue_slots.\"slot\" FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_slots JOIN (SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $3) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key) AS tablequeue_heads ON tablequeue_slots.\"key_value\" = tablequeue_heads.tablequeue_key WHERE tablequeue_slots.\"table_name\" = 'email_jobs' AND tablequeue_slots.\"queue_name\" = $4 AND tablequeue_slots.\"slot\" <= $5 AND tablequeue_slots.\"key_value\" <> ALL($6) ORDER BY tablequeue_heads.tablequeue_first, tablequeue_slots.\"slot\" LIMIT $7 FOR UPDATE OF tablequeue_slots SKIP LOCKED",
+        params: ['group', 'now', 'window', 'group', 'perKey', 'passedKeys', 'limit'],
       },
     });
     expect(keySlots.prune(everyRoleTable.spec)).toEqual({
@@ -363,7 +363,7 @@ describe('key slots of the row lock form (perKey)', () => {
     });
   });
 
-  it('mysql: the key slots table, the missing slots added behind the guard, slots taken in turn in primary key order, unused slots locked a page at a time in key order then deleted by primary key, rows read without locks and locked one by one by primary key', () => {
+  it('mysql: the key slots table, the missing slots of the keys of the first :window claimable rows added behind the guard, slots of those keys taken in turn in primary key order, unused slots locked a page at a time in key order then deleted by primary key, rows read without locks and locked one by one by primary key', () => {
     const keySlots = createConcurrencyStatements(createDialect('mysql').name).keySlots!;
     expect(keySlots.createTable(schemaQualifiedTable.spec)).toBe(
       [
@@ -379,20 +379,20 @@ describe('key slots of the row lock form (perKey)', () => {
     expect(keySlots.addInTransaction).toBe(true);
     expect(keySlots.add(everyRoleTable.spec)).toEqual({
       name: "concurrency.addKeySlots",
-      sql: "INSERT INTO `tablequeue_concurrency_key_slots` (`table_name`, `queue_name`, `key_value`, `slot`) WITH RECURSIVE tablequeue_numbers (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_numbers WHERE n < ?) SELECT 'email_jobs', ?, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys CROSS JOIN tablequeue_numbers WHERE NOT EXISTS (SELECT 1 FROM `tablequeue_concurrency_key_slots` AS tablequeue_held WHERE tablequeue_held.`table_name` = 'email_jobs' AND tablequeue_held.`queue_name` = ? AND tablequeue_held.`key_value` = tablequeue_keys.tablequeue_key AND tablequeue_held.`slot` = tablequeue_numbers.n)",
-      params: ['perKey', 'group', 'group', 'now', 'group'],
+      sql: "INSERT INTO `tablequeue_concurrency_key_slots` (`table_name`, `queue_name`, `key_value`, `slot`) WITH RECURSIVE tablequeue_numbers (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM tablequeue_numbers WHERE n < ?) SELECT 'email_jobs', ?, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_keys CROSS JOIN tablequeue_numbers WHERE NOT EXISTS (SELECT 1 FROM `tablequeue_concurrency_key_slots` AS tablequeue_held WHERE tablequeue_held.`table_name` = 'email_jobs' AND tablequeue_held.`queue_name` = ? AND tablequeue_held.`key_value` = tablequeue_keys.tablequeue_key AND tablequeue_held.`slot` = tablequeue_numbers.n)",
+      params: ['perKey', 'group', 'group', 'now', 'window', 'group'],
     });
     expect(keySlots.take(everyRoleTable.spec)).toEqual({
       kind: 'roundRobin',
       after: {
         name: "concurrency.takeKeySlotsAfter",
-        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` > ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
-        params: ['group', 'key', 'perKey', 'group', 'now', 'limit'],
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` > ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+        params: ['group', 'key', 'perKey', 'group', 'now', 'window', 'limit'],
       },
       upTo: {
         name: "concurrency.takeKeySlotsUpTo",
-        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` <= ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
-        params: ['group', 'key', 'perKey', 'group', 'now', 'limit'],
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` <= ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
+        params: ['group', 'key', 'perKey', 'group', 'now', 'window', 'limit'],
       },
     });
     expect(keySlots.prune(everyRoleTable.spec)).toEqual({
