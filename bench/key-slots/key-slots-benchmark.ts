@@ -7,17 +7,20 @@ import { describeMachine } from '../machine.js';
 
 export const KEY_SLOTS_USAGE = `usage: npm run bench -- key-slots [options]
 
-What the key slots of keys long gone cost a row lock subscription with concurrency.perKey. A
+What a subscription with concurrency.perKey costs as its backlog and its key slots grow. A
 broker subscribes once (which creates the slot table) and stops; --stale-keys keys that have no
 row left get their --per-key slots each, inserted on the server side as claims would have left
 them; then --rows rows of --keys live keys are published and a new broker (--workers workers,
-perKey --per-key) drains them, timed from its start to the last handler call. Run it with
---stale-keys 0 beside it for the same drain on a clean slot table.
+perKey --per-key) drains them, timed from its start to the --timed-th handler call. Run it with
+--stale-keys 0 beside it for the same drain on a clean slot table. --form lease drains a lease
+table instead, whose claims rank rows by key and keep no slots (--stale-keys must be 0).
 
   --db LIST              postgres,mariadb (default both)
+  --form NAME            rowLock or lease (default rowLock)
   --stale-keys N         keys without rows whose slots are left (default 100000)
   --keys N               live keys (default 40)
-  --rows N               rows drained (default 4000)
+  --rows N               rows published (default 4000)
+  --timed N              handler calls timed, the first of the drain (default all the rows)
   --per-key N            concurrency.perKey (default 2)
   --workers N            (default 8)
   --timeout-seconds N    a drain that has not ended by then is reported as such (default 600)
@@ -28,9 +31,11 @@ Servers: POSTGRES_URL (default ${DEFAULT_POSTGRES_URL}) and MARIADB_URL
 type ServerName = 'postgres' | 'mariadb';
 
 interface KeySlotsSettings {
+  readonly form: 'rowLock' | 'lease';
   readonly staleKeys: number;
   readonly keys: number;
   readonly rows: number;
+  readonly timed: number;
   readonly perKey: number;
   readonly workers: number;
   readonly timeoutMs: number;
@@ -43,9 +48,11 @@ export async function runKeySlotsCommand(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       db: { type: 'string', default: 'postgres,mariadb' },
+      form: { type: 'string', default: 'rowLock' },
       'stale-keys': { type: 'string', default: '100000' },
       keys: { type: 'string', default: '40' },
       rows: { type: 'string', default: '4000' },
+      timed: { type: 'string' },
       'per-key': { type: 'string', default: '2' },
       workers: { type: 'string', default: '8' },
       'timeout-seconds': { type: 'string', default: '600' },
@@ -58,14 +65,21 @@ export async function runKeySlotsCommand(argv: string[]): Promise<number> {
   }
   if (positionals.length !== 1) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
   const databases = readList<ServerName>(values.db, '--db', ['postgres', 'mariadb']);
+  const [form] = readList<'rowLock' | 'lease'>(values.form, '--form', ['rowLock', 'lease']);
+  if (values.form.includes(',')) throw new UsageError('--form takes one of rowLock, lease');
+  const rows = readCount(values.rows, '--rows', 1);
   const settings: KeySlotsSettings = {
+    form: form!,
     staleKeys: readCount(values['stale-keys'], '--stale-keys', 0),
     keys: readCount(values.keys, '--keys', 1),
-    rows: readCount(values.rows, '--rows', 1),
+    rows,
+    timed: values.timed === undefined ? rows : readCount(values.timed, '--timed', 1),
     perKey: readCount(values['per-key'], '--per-key', 1),
     workers: readCount(values.workers, '--workers', 1),
     timeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
   };
+  if (settings.form === 'lease' && settings.staleKeys > 0) throw new UsageError('--form lease keeps no key slots: give --stale-keys 0');
+  if (settings.timed > settings.rows) throw new UsageError(`--timed ${settings.timed} is more than the ${settings.rows} rows published`);
   const machine = describeMachine();
   console.log(`${machine.cpuCount} × ${machine.cpuModel}, ${machine.os}, Node ${machine.node}, commit ${machine.gitCommit ?? '?'}, library from ${machine.library}`);
   console.log(`load average at start: ${machine.loadAverage.join(' ')}; ${new Date().toISOString()}`);
@@ -80,7 +94,11 @@ async function drainBesideStaleSlots(database: ServerName, settings: KeySlotsSet
   try {
     await admin.open();
     // Read committed: what perKey in the row lock form needs on MariaDB.
-    const table = defineTable({ table: 'jobs', id: 'id', partitionKey: 'customer', payload: 'payload', isolation: 'read committed' });
+    const table = defineTable(
+      settings.form === 'lease'
+        ? { table: 'jobs', id: 'id', partitionKey: 'customer', payload: 'payload', lockedUntil: 'locked_until', retryAfter: 'retry_after', attempt: 'attempt' }
+        : { table: 'jobs', id: 'id', partitionKey: 'customer', payload: 'payload', isolation: 'read committed' },
+    );
     for (const sql of table.createTableSql(database)) await runSql(admin, sql);
     const queue = table.queue<number>('default');
     const options = { workers: settings.workers, concurrency: { perKey: settings.perKey } };
@@ -105,7 +123,7 @@ async function drainBesideStaleSlots(database: ServerName, settings: KeySlotsSet
     drainer.subscribe(queue, () => {
       handled += 1;
       lastAt = performance.now();
-      if (handled === settings.rows) finished();
+      if (handled === settings.timed) finished();
     }, options);
     const startedAt = performance.now();
     await drainer.start();
@@ -113,10 +131,12 @@ async function drainBesideStaleSlots(database: ServerName, settings: KeySlotsSet
     const timedOut = new Promise<'timedOut'>((resolve) => (timer = setTimeout(() => resolve('timedOut'), settings.timeoutMs)));
     const ending = await Promise.race([allHandled.then(() => 'drained' as const), timedOut]);
     clearTimeout(timer);
-    const slotRows = (await runSql(admin, 'SELECT COUNT(*) AS n FROM tablequeue_concurrency_key_slots'))[0]?.['n'];
-    const what = `${database}, ${settings.staleKeys * settings.perKey} slots of ${settings.staleKeys} keys gone`;
-    if (ending === 'timedOut') return `${what}: ${handled} of ${settings.rows} rows handled when ${settings.timeoutMs / 1000} s had passed; slot rows then ${String(slotRows)}`;
-    return `${what}: ${settings.rows} rows of ${settings.keys} keys in ${((lastAt - startedAt) / 1000).toFixed(2)} s from start; slot rows after ${String(slotRows)}`;
+    const slots =
+      settings.form === 'lease' ? '' : `; slot rows ${String((await runSql(admin, 'SELECT COUNT(*) AS n FROM tablequeue_concurrency_key_slots'))[0]?.['n'])}`;
+    const what = `${database}, ${settings.form}, ${settings.staleKeys * settings.perKey} slots of ${settings.staleKeys} keys gone, ${settings.rows} rows of ${settings.keys} keys`;
+    if (ending === 'timedOut') return `${what}: ${handled} of ${settings.timed} handled when ${settings.timeoutMs / 1000} s had passed${slots}`;
+    const seconds = (lastAt - startedAt) / 1000;
+    return `${what}: the first ${settings.timed} in ${seconds.toFixed(2)} s from start (${Math.round(settings.timed / seconds)} msg/s)${slots}`;
   } finally {
     for (const broker of brokers) await broker.stop().catch(() => undefined);
     await admin.close();

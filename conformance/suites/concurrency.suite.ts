@@ -84,6 +84,33 @@ function registerConcurrencyTests(context: SuiteContext): void {
   const recordSql = `INSERT INTO effects (id, customer, pid, phase) VALUES (${marks(4)})`;
   const createEffects = () => context.db.exec(effectsTable(context));
 
+  /**
+   * perKey: 1 on `declaration`'s table: a claim reads the keys of the first 1,000 claimable rows
+   * in claim order; 1,100 rows of one key fill that window while the key's only slot is held by
+   * its first row, parked at the gate, and a key published after them still runs.
+   */
+  const deepKeyRunsPastAFullWindow = async (declaration: TableDeclaration): Promise<void> => {
+    const table = defineTable(declaration);
+    await createTable(stand, context.db, table);
+    const queue = table.queue<number>('emails');
+    const gate = new Gate();
+    const deepHandled = new Collector<string>();
+    const broker = createBroker(context.db, context.brokers);
+    broker.subscribe(queue, (message) => (message.partitionKey === 'deep' ? void deepHandled.push(message.id) : gate.handler(message)), {
+      workers: 2,
+      concurrency: { perKey: 1 },
+    });
+    await broker.start();
+    await broker.publishMany(queue, Array.from({ length: 1_100 }, (_, index) => ({ payload: index, partitionKey: 'ahead' })));
+    await gate.started.waitFor(1);
+    await untilStats(broker, queue, (stats) => stats.emptyClaims >= 1, 'a claim that found the only key of its window at its limit');
+    await broker.publish(queue, -1, { partitionKey: 'deep' });
+    // A claim after one that came up short reads every claimable row now and then.
+    await deepHandled.waitFor(1, 20_000);
+    expect(gate.started.items).toHaveLength(1);
+    gate.open();
+  };
+
   if (formsOf(stand).includes('rowLock')) {
     /** Read committed: what perKey in the row lock form needs on MySQL and MariaDB (see the refusal below). */
     const keyedRowLock = (): TableDeclaration => ({ ...jobsDeclaration({ form: 'rowLock' }), partitionKey: 'customer', isolation: 'read committed' });
@@ -145,29 +172,8 @@ function registerConcurrencyTests(context: SuiteContext): void {
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 30_000, 'every row settled');
     });
 
-    it('perKey: 1 in the row lock form: a key whose first row lies past the first thousand claimable rows runs while the one key ahead of it has its only slot in work', async () => {
-      const table = defineTable(keyedRowLock());
-      await createTable(stand, context.db, table);
-      const queue = table.queue<number>('emails');
-      const gate = new Gate();
-      const deepHandled = new Collector<string>();
-      const broker = createBroker(context.db, context.brokers);
-      broker.subscribe(queue, (message) => (message.partitionKey === 'deep' ? void deepHandled.push(message.id) : gate.handler(message)), {
-        workers: 2,
-        concurrency: { perKey: 1 },
-      });
-      await broker.start();
-      // A claim reads the keys of the first 1,000 claimable rows in claim order: 1,100 rows of
-      // one key fill it, and that key's only slot is held by its first row, parked at the gate.
-      await broker.publishMany(queue, Array.from({ length: 1_100 }, (_, index) => ({ payload: index, partitionKey: 'ahead' })));
-      await gate.started.waitFor(1);
-      await untilStats(broker, queue, (stats) => stats.emptyClaims >= 1, 'a claim that found the only key of its window at its limit');
-      await broker.publish(queue, -1, { partitionKey: 'deep' });
-      // A claim after one that came up short reads every claimable row now and then.
-      await deepHandled.waitFor(1, 20_000);
-      expect(gate.started.items).toHaveLength(1);
-      gate.open();
-    });
+    it('perKey: 1 in the row lock form: a key whose first row lies past the first thousand claimable rows runs while the one key ahead of it has its only slot in work', () =>
+      deepKeyRunsPastAFullWindow(keyedRowLock()));
 
     it('perKey: 2 in the row lock form: a key with its only row in work holds back no other key, nor rows without a key', async () => {
       const table = defineTable(keyedRowLock());
@@ -289,6 +295,9 @@ function registerConcurrencyTests(context: SuiteContext): void {
       });
     }
   }
+
+  it('perKey: 1 in the lease form: a key whose first row lies past the first thousand claimable rows runs while the one key ahead of it has its only row in work', () =>
+    deepKeyRunsPastAFullWindow({ ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' }));
 
   it('refuses perKey on a table without a partition key, and limits that are not whole numbers', async () => {
     const table = defineTable(jobsDeclaration({ form: 'lease' }));

@@ -8,6 +8,7 @@ import { bindStatement, type ParamValues, type Statement } from '../statement.js
 import { isRolledBackByConflict, MAX_SETTLEMENT_CONFLICT_RETRIES } from './contention.js';
 import { commitsHandlerWrites, settlementValues, type ClaimedRow, type ClaimForm, type HeldRow, type Settlement } from './claim-form.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
+import { KeyWindow } from './key-window.js';
 import { LEASE_COMMITS, LeaseBook, leaseExpiry, LeaseSlot } from './lease-book.js';
 import { LeaseClaimGatherer } from './lease-claim-gatherer.js';
 import { LeaseClaimer, type ConcurrencyClaim } from './lease-claimer.js';
@@ -84,12 +85,15 @@ export class LeaseForm implements ClaimForm {
   readonly #service: ServiceStatementSet | undefined;
   /** Single-statement claims that run side by side (Postgres without FIFO groups), gathered per turn. */
   readonly #gatherer: LeaseClaimGatherer | undefined;
+  /** Claims that rank rows by key (perKey, rate by key): the claimable rows they rank. */
+  readonly #keyWindow: KeyWindow | undefined;
   /** Slots whose settlement began and has not ended. */
   #settlingCount = 0;
 
   constructor(context: FormContext, options: LeaseFormOptions) {
     this.#context = context;
     this.#options = options;
+    this.#keyWindow = context.concurrency?.perKey !== undefined || context.rate?.byKeyTable !== undefined ? new KeyWindow() : undefined;
     this.holdsConnection = context.transactional;
     this.#service = serviceStatementsOf(context);
     // Claims under concurrency or rate limits wait on one guard per queue anyway: one claim fills every idle worker.
@@ -187,10 +191,17 @@ export class LeaseForm implements ClaimForm {
     // Transactional mode is for single deliveries: each holds the connection its claim ran on.
     const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
     if (this.#context.concurrency?.perKey !== undefined) values.perKey = this.#context.concurrency.perKey;
+    const window = this.#keyWindow?.open();
+    if (window !== undefined) values.window = window;
     // A transactional delivery's transaction runs on this loan too: its handler's writes commit
     // with the ack, so a power loss that takes the ack back takes them too, and the row comes back.
     return withConnection(driver, async (connection, keep) => {
-      const rows = (await this.#claimer.claimOn(connection, values)) ?? [];
+      let rows: Record<string, unknown>[] | undefined;
+      try {
+        rows = (await this.#claimer.claimOn(connection, values)) ?? [];
+      } finally {
+        if (window !== undefined) this.#keyWindow!.close(window, rows === undefined || rows.length < Number(values.limit));
+      }
       // A claim of the service's own fetches its rows before stamping them, as they stood.
       const isOwnClaim = this.#service?.claim !== undefined;
       const attemptIsCounted = !isOwnClaim && dialect.capabilities.leaseClaimReturnsCountedAttempt;

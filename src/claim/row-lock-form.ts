@@ -1,3 +1,4 @@
+import { KeyWindow } from './key-window.js';
 import { createConcurrencyStatements, KEY_SLOTS_PER_DELETE, type KeySlotClaim, type KeySlotPrune, type KeySlotStatements, type KeySlotTake } from '../dialect/concurrency-statements.js';
 import { executeAll, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
@@ -52,33 +53,9 @@ const KEY_SLOT_ATTEMPTS = 3;
  * it wanted. A key's slots are added by a claim that found fewer than it wanted; while every
  * claim finds enough free slots of other keys, a key first published since has none, takes no
  * claim and would wait until those keys' rows ran short. The add reads the keys of the claim's
- * window (`KEY_SLOT_WINDOW_ROWS`).
+ * window (`KEY_WINDOW_ROWS`).
  */
 const KEY_SLOT_ADD_INTERVAL_MS = 1_000;
-
-/**
- * perKey: how many claimable rows, from the head of the queue in claim order, a claim reads the
- * keys of to add and take key slots. Reading every claimable row's key cost each claim 47 ms at
- * 100,000 rows and 472 ms at 1,000,000 on PostgreSQL (the take's rank over the rows; the add's
- * distinct keys 16 and 165 ms), so a perKey drain slowed as its backlog grew: 2,000 rows of 40
- * keys drained at 772 msg/s, 8,000 at 374. A key whose first row lies deeper is taken once rows
- * ahead of it settle, or when a claim comes up short (see `KEY_SLOT_READ_ALL_INTERVAL_MS`).
- */
-const KEY_SLOT_WINDOW_ROWS = 1_000;
-
-/**
- * perKey: a claim after one that found fewer free key slots than it wanted reads the keys of all
- * claimable rows, since the keys in the window may all have their slots in work while a key
- * deeper in the queue has a free one. While every slot stays in work, this is the one read whose
- * cost grows with the backlog, so it runs at most once a second, and no more often than keeps
- * it under a twentieth of the time: a claim that read all of 1,000,000 rows for 0.6 s waits
- * 12 s for the next.
- */
-const KEY_SLOT_READ_ALL_INTERVAL_MS = 1_000;
-const KEY_SLOT_READ_ALL_TIME_SHARE = 20;
-
-/** perKey: a window over every claimable row (a 32-bit integer, which LIMIT takes on every database). */
-const KEY_SLOT_WINDOW_ALL = 2_147_483_647;
 
 /**
  * perKey: how often a claim deletes the slots of keys that have no claimable row left (their
@@ -127,10 +104,8 @@ export class RowLockForm implements ClaimForm {
   #keySlotsAddedAt = Number.NEGATIVE_INFINITY;
   /** perKey: when this form last deleted unused key slots (`Date.now()`). */
   #keySlotsPrunedAt = Number.NEGATIVE_INFINITY;
-  /** perKey: when a claim of this form last read the keys of every claimable row (`Date.now()`). */
-  #keySlotsReadAllAt = Number.NEGATIVE_INFINITY;
-  /** perKey: how long after `#keySlotsReadAllAt` the next claim may read them all again. */
-  #keySlotsReadAllEveryMs = KEY_SLOT_READ_ALL_INTERVAL_MS;
+  /** perKey: the claimable rows whose keys each claim adds and takes slots for. */
+  readonly #keyWindow = new KeyWindow();
   /** The statements that open the claim's transaction, bound once. */
   readonly #begin: readonly BoundStatement[];
   /** No guard, no slots, no claim of the service's own: the transaction opens with the claim itself. */
@@ -317,14 +292,15 @@ export class RowLockForm implements ClaimForm {
    * the key's other slots) took nothing but still holds those slots: it ends its transaction and
    * tries again past those keys, up to `KEY_SLOT_ATTEMPTS` times. Otherwise the next claim would
    * take the same key's slot first again, and no other key would run until its rows settled.
-   * Key slots are added and taken for the keys of the claim's window (`#keySlotWindow`).
+   * Key slots are added and taken for the keys of the claim's window (`KeyWindow`).
    */
   async #claimGuarded(connection: Connection, run: RunStatement, now: Date, limit: number): Promise<Record<string, unknown>[] | undefined> {
-    const window = this.#statements.keySlots === undefined ? undefined : this.#keySlotWindow();
+    if (this.#statements.keySlots === undefined) return this.#claimGuardedIn(connection, run, now, limit, undefined);
+    const window = this.#keyWindow.open();
     try {
       return await this.#claimGuardedIn(connection, run, now, limit, window);
     } finally {
-      if (window === KEY_SLOT_WINDOW_ALL) this.#keySlotsReadAllEnded();
+      this.#keyWindow.close(window, this.#isShortOfKeySlots);
     }
   }
 
@@ -373,23 +349,6 @@ export class RowLockForm implements ClaimForm {
       passedKeys.push(...taken.keysWithoutRows);
       await run(statements.rollback);
     }
-  }
-
-  /**
-   * perKey: the claimable rows whose keys this claim reads (`KEY_SLOT_WINDOW_ROWS`), or all of
-   * them after a claim that came up short, at most once per `KEY_SLOT_READ_ALL_INTERVAL_MS`. The
-   * first claim reads all of them.
-   */
-  #keySlotWindow(): number {
-    if (!this.#isShortOfKeySlots || Date.now() - this.#keySlotsReadAllAt < this.#keySlotsReadAllEveryMs) return KEY_SLOT_WINDOW_ROWS;
-    this.#keySlotsReadAllAt = Date.now();
-    return KEY_SLOT_WINDOW_ALL;
-  }
-
-  /** A claim that read every claimable row ended: the next waits in proportion to what it took. */
-  #keySlotsReadAllEnded(): void {
-    const tookMs = Date.now() - this.#keySlotsReadAllAt;
-    this.#keySlotsReadAllEveryMs = Math.max(KEY_SLOT_READ_ALL_INTERVAL_MS, KEY_SLOT_READ_ALL_TIME_SHARE * tookMs);
   }
 
   /** Before the claim's transaction: a slot inserted inside it would hold other claims' adds until the handler ends. */

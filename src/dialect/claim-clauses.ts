@@ -116,8 +116,8 @@ export function rowsInWork(spec: TableSpec): SqlText[] {
  * `concurrency.perKey` (lease form): a row with a partition key is claimable only while its key's
  * rows in work, plus the claimable rows of the key ahead of it in claim order, stay under
  * `:perKey`, so one claim never takes more rows of a key than the key has room for. Both are read
- * once per statement (uncorrelated): a window rank over the claimable rows, joined to a count per
- * key of the live leases. A row without a key counts toward no key. Only sound behind the
+ * once per statement (uncorrelated): a rank over the first `:window` claimable rows with a key
+ * (`rankedByKey`), joined to a count per key of the live leases; only rows ranked are claimable. A row without a key counts toward no key. Only sound behind the
  * concurrency guard, which keeps a second claim from reading the same room.
  */
 export function perKeyConditions(spec: TableSpec, options: LeaseClaimOptions): SqlText[] {
@@ -163,11 +163,19 @@ export function rateKeyConditions(spec: TableSpec, options: LeaseClaimOptions): 
   return [sql`(${key} IS NULL OR ${identifier(spec.id.column)} IN (SELECT tablequeue_ranked.${identifier(spec.id.column)} FROM ${join} WHERE ${room}))`];
 }
 
-/** The claimable rows that have a key, each with its place among its key's rows in claim order. */
+/**
+ * The first `:window` claimable rows that have a key, in claim order, each with its place among
+ * its key's rows: ranked in a derived table read through the claim order index, so a claim costs
+ * the window, not the backlog (ranking every claimable row sorted 1,000,000 of them on disk for
+ * 1.76 s a claim on PostgreSQL).
+ */
 function rankedByKey(spec: TableSpec): SqlText {
-  const key = identifier(requirePartitionKey(spec, 'a per-key claim'));
+  const keyColumn = requirePartitionKey(spec, 'a per-key claim');
+  const key = identifier(keyColumn);
+  const columns = [...new Set([spec.id.column, keyColumn, ...claimOrderColumns(spec)])].map(identifier);
+  const window = sql`SELECT ${joinSql(columns, ', ')} FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'lease'), sql`${key} IS NOT NULL`])} ORDER BY ${claimOrder(spec)} LIMIT ${param('window')}`;
   const rank = sql`ROW_NUMBER() OVER (PARTITION BY ${key} ORDER BY ${claimOrder(spec)})`;
-  return sql`SELECT ${identifier(spec.id.column)}, ${key}, ${rank} AS tablequeue_rank FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'lease'), sql`${key} IS NOT NULL`])}`;
+  return sql`SELECT ${identifier(spec.id.column)}, ${key}, ${rank} AS tablequeue_rank FROM (${window}) AS tablequeue_window`;
 }
 
 export function requirePartitionKey(spec: TableSpec, what: string): string {
@@ -242,8 +250,11 @@ export function countAttempt(column: string): SqlText {
 }
 
 export function claimOrder(spec: TableSpec): SqlText {
-  const columns = [spec.priority, spec.retryAfter, spec.id.column].filter((column) => column !== undefined);
-  return joinSql(columns.map(identifier), ', ');
+  return joinSql(claimOrderColumns(spec).map(identifier), ', ');
+}
+
+function claimOrderColumns(spec: TableSpec): string[] {
+  return [spec.priority, spec.retryAfter, spec.id.column].filter((column) => column !== undefined);
 }
 
 /**

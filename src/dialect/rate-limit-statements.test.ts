@@ -299,11 +299,11 @@ describe('postgres rate limit statements: reservations and rates per key', () =>
       });
   });
 
-  it('claims only rows whose key has room in the window, ranked within the claim', () => {
+  it('claims only rows whose key has room in the rate window, ranked among the first :window claimable rows with a key', () => {
     const claim = createDialect('postgres').lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, { rateByKey: TABLE });
     expect(claim.kind === 'single' ? claim.statement : claim.select).toEqual({
         "name": "lease.claim",
-        "sql": "WITH tablequeue_claimed AS (SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"locked_until\", \"meta\", \"payload\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND (\"locked_until\" IS NULL OR \"locked_until\" <= $3) AND (\"customer\" IS NULL OR \"job_id\" IN (SELECT tablequeue_ranked.\"job_id\" FROM (SELECT \"job_id\", \"customer\", ROW_NUMBER() OVER (PARTITION BY \"customer\" ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_rank FROM \"email_jobs\" WHERE \"queue\" = $4 AND \"retry_after\" <= $5 AND \"processed_at\" IS NULL AND (\"locked_until\" IS NULL OR \"locked_until\" <= $6) AND \"customer\" IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT \"rate_key\", SUM(\"uses\") AS tablequeue_count FROM \"tablequeue_rate_limits_by_key\" WHERE \"queue_table\" = $7 AND \"queue_name\" = $8 AND \"used_at_ms\" > $9 GROUP BY \"rate_key\") AS tablequeue_used ON tablequeue_used.\"rate_key\" = tablequeue_ranked.\"customer\" WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= $10)) ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $11 FOR UPDATE SKIP LOCKED), tablequeue_stamp AS (UPDATE \"email_jobs\" SET \"locked_until\" = $12, \"attempt\" = \"attempt\" + 1 WHERE \"job_id\" = ANY(ARRAY(SELECT tablequeue_claimed.\"job_id\" FROM tablequeue_claimed))) SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"locked_until\", \"meta\", \"payload\" FROM tablequeue_claimed ORDER BY \"priority\", \"retry_after\", \"job_id\"",
+        "sql": "WITH tablequeue_claimed AS (SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"locked_until\", \"meta\", \"payload\" FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND (\"locked_until\" IS NULL OR \"locked_until\" <= $3) AND (\"customer\" IS NULL OR \"job_id\" IN (SELECT tablequeue_ranked.\"job_id\" FROM (SELECT \"job_id\", \"customer\", ROW_NUMBER() OVER (PARTITION BY \"customer\" ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_rank FROM (SELECT \"job_id\", \"customer\", \"priority\", \"retry_after\" FROM \"email_jobs\" WHERE \"queue\" = $4 AND \"retry_after\" <= $5 AND \"processed_at\" IS NULL AND (\"locked_until\" IS NULL OR \"locked_until\" <= $6) AND \"customer\" IS NOT NULL ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $7) AS tablequeue_window) AS tablequeue_ranked LEFT JOIN (SELECT \"rate_key\", SUM(\"uses\") AS tablequeue_count FROM \"tablequeue_rate_limits_by_key\" WHERE \"queue_table\" = $8 AND \"queue_name\" = $9 AND \"used_at_ms\" > $10 GROUP BY \"rate_key\") AS tablequeue_used ON tablequeue_used.\"rate_key\" = tablequeue_ranked.\"customer\" WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= $11)) ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $12 FOR UPDATE SKIP LOCKED), tablequeue_stamp AS (UPDATE \"email_jobs\" SET \"locked_until\" = $13, \"attempt\" = \"attempt\" + 1 WHERE \"job_id\" = ANY(ARRAY(SELECT tablequeue_claimed.\"job_id\" FROM tablequeue_claimed))) SELECT \"job_id\", \"queue\", \"priority\", \"customer\", \"retry_after\", \"attempt\", \"processed_at\", \"locked_until\", \"meta\", \"payload\" FROM tablequeue_claimed ORDER BY \"priority\", \"retry_after\", \"job_id\"",
         "params": [
           "group",
           "now",
@@ -311,6 +311,7 @@ describe('postgres rate limit statements: reservations and rates per key', () =>
           "group",
           "now",
           "leaseNow",
+          "window",
           "column:queue_table",
           "column:queue_name",
           "rateFreeSince",
@@ -382,11 +383,11 @@ describe('mysql rate limit statements: reservations and rates per key', () => {
       });
   });
 
-  it('claims only rows whose key has room in the window, ranked within the claim', () => {
+  it('claims only rows whose key has room in the rate window, ranked among the first :window claimable rows with a key', () => {
     const claim = createDialect('mysql').lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, { rateByKey: TABLE });
     expect(claim.kind === 'single' ? claim.statement : claim.select).toEqual({
         "name": "lease.claim",
-        "sql": "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT `rate_key`, SUM(`uses`) AS tablequeue_count FROM `tablequeue_rate_limits_by_key` WHERE `queue_table` = ? AND `queue_name` = ? AND `used_at_ms` > ? GROUP BY `rate_key`) AS tablequeue_used ON tablequeue_used.`rate_key` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
+        "sql": "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM (SELECT `job_id`, `customer`, `priority`, `retry_after` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_ranked LEFT JOIN (SELECT `rate_key`, SUM(`uses`) AS tablequeue_count FROM `tablequeue_rate_limits_by_key` WHERE `queue_table` = ? AND `queue_name` = ? AND `used_at_ms` > ? GROUP BY `rate_key`) AS tablequeue_used ON tablequeue_used.`rate_key` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
         "params": [
           "group",
           "now",
@@ -394,6 +395,7 @@ describe('mysql rate limit statements: reservations and rates per key', () => {
           "group",
           "now",
           "leaseNow",
+          "window",
           "column:queue_table",
           "column:queue_name",
           "rateFreeSince",
@@ -464,11 +466,11 @@ describe('mariadb rate limit statements: reservations and rates per key', () => 
       });
   });
 
-  it('claims only rows whose key has room in the window, ranked within the claim', () => {
+  it('claims only rows whose key has room in the rate window, ranked among the first :window claimable rows with a key', () => {
     const claim = createDialect('mariadb').lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, { rateByKey: TABLE });
     expect(claim.kind === 'single' ? claim.statement : claim.select).toEqual({
         "name": "lease.claim",
-        "sql": "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT `rate_key`, SUM(`uses`) AS tablequeue_count FROM `tablequeue_rate_limits_by_key` WHERE `queue_table` = ? AND `queue_name` = ? AND `used_at_ms` > ? GROUP BY `rate_key`) AS tablequeue_used ON tablequeue_used.`rate_key` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
+        "sql": "SELECT `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM (SELECT `job_id`, `customer`, `priority`, `retry_after` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_ranked LEFT JOIN (SELECT `rate_key`, SUM(`uses`) AS tablequeue_count FROM `tablequeue_rate_limits_by_key` WHERE `queue_table` = ? AND `queue_name` = ? AND `used_at_ms` > ? GROUP BY `rate_key`) AS tablequeue_used ON tablequeue_used.`rate_key` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ? FOR UPDATE SKIP LOCKED",
         "params": [
           "group",
           "now",
@@ -476,6 +478,7 @@ describe('mariadb rate limit statements: reservations and rates per key', () => 
           "group",
           "now",
           "leaseNow",
+          "window",
           "column:queue_table",
           "column:queue_name",
           "rateFreeSince",
@@ -547,11 +550,11 @@ describe('sqlite rate limit statements: reservations and rates per key', () => {
       });
   });
 
-  it('claims only rows whose key has room in the window, ranked within the claim', () => {
+  it('claims only rows whose key has room in the rate window, ranked among the first :window claimable rows with a key', () => {
     const claim = createDialect('sqlite').lease.claim(everyRoleLeaseTable.spec, everyRoleLeaseTable.columns, { rateByKey: TABLE });
     expect(claim.kind === 'single' ? claim.statement : claim.select).toEqual({
         "name": "lease.claim",
-        "sql": "UPDATE `email_jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `job_id` IN (SELECT `job_id` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL) AS tablequeue_ranked LEFT JOIN (SELECT `rate_key`, SUM(`uses`) AS tablequeue_count FROM `tablequeue_rate_limits_by_key` WHERE `queue_table` = ? AND `queue_name` = ? AND `used_at_ms` > ? GROUP BY `rate_key`) AS tablequeue_used ON tablequeue_used.`rate_key` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) RETURNING `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload`",
+        "sql": "UPDATE `email_jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `job_id` IN (SELECT `job_id` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND (`customer` IS NULL OR `job_id` IN (SELECT tablequeue_ranked.`job_id` FROM (SELECT `job_id`, `customer`, ROW_NUMBER() OVER (PARTITION BY `customer` ORDER BY `priority`, `retry_after`, `job_id`) AS tablequeue_rank FROM (SELECT `job_id`, `customer`, `priority`, `retry_after` FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?) AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_ranked LEFT JOIN (SELECT `rate_key`, SUM(`uses`) AS tablequeue_count FROM `tablequeue_rate_limits_by_key` WHERE `queue_table` = ? AND `queue_name` = ? AND `used_at_ms` > ? GROUP BY `rate_key`) AS tablequeue_used ON tablequeue_used.`rate_key` = tablequeue_ranked.`customer` WHERE tablequeue_ranked.tablequeue_rank + COALESCE(tablequeue_used.tablequeue_count, 0) <= ?)) ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) RETURNING `job_id`, `queue`, `priority`, `customer`, `retry_after`, `attempt`, `processed_at`, `locked_until`, `meta`, `payload`",
         "params": [
           "lockedUntil",
           "group",
@@ -560,6 +563,7 @@ describe('sqlite rate limit statements: reservations and rates per key', () => {
           "group",
           "now",
           "leaseNow",
+          "window",
           "column:queue_table",
           "column:queue_name",
           "rateFreeSince",
