@@ -191,7 +191,8 @@ export class LeaseForm implements ClaimForm {
     // Transactional mode is for single deliveries: each holds the connection its claim ran on.
     const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
     if (this.#context.concurrency?.perKey !== undefined) values.perKey = this.#context.concurrency.perKey;
-    const window = this.#keyWindow?.open();
+    const keyWindow = this.#keyWindow;
+    const window = keyWindow?.open();
     if (window !== undefined) values.window = window;
     // A transactional delivery's transaction runs on this loan too: its handler's writes commit
     // with the ack, so a power loss that takes the ack back takes them too, and the row comes back.
@@ -200,7 +201,7 @@ export class LeaseForm implements ClaimForm {
       try {
         rows = (await this.#claimer.claimOn(connection, values)) ?? [];
       } finally {
-        if (window !== undefined) this.#keyWindow!.close(window, rows === undefined || rows.length < Number(values.limit));
+        if (window !== undefined) keyWindow?.close(window, rows === undefined || rows.length < Number(values.limit));
       }
       // A claim of the service's own fetches its rows before stamping them, as they stood.
       const isOwnClaim = this.#service?.claim !== undefined;

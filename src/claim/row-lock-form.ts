@@ -1,4 +1,3 @@
-import { KeyWindow } from './key-window.js';
 import { createConcurrencyStatements, KEY_SLOTS_PER_DELETE, type KeySlotClaim, type KeySlotPrune, type KeySlotStatements, type KeySlotTake } from '../dialect/concurrency-statements.js';
 import { executeAll, withConnection } from '../driver/connection-scope.js';
 import type { Connection } from '../driver/driver.js';
@@ -7,6 +6,7 @@ import type { ChainedClaim, ChainedClaimSource, ClaimedRow, ClaimForm, HeldRow }
 import { guardRowAddition, ownsGroup, type GuardRowAddition } from './claim-guard.js';
 import { ClaimTransaction, type ChainedClaimRun, type ClaimTransactionStatements } from './claim-transaction.js';
 import { claimsOneAtATime, type FormContext } from './form-context.js';
+import { KeyWindow } from './key-window.js';
 import { readClaimedRow } from './row-values.js';
 import { claimedIds, fetchRows, serviceStatementsOf, withFetchedRow, type ServiceStatementSet } from './service-statements.js';
 

@@ -117,8 +117,9 @@ export function rowsInWork(spec: TableSpec): SqlText[] {
  * rows in work, plus the claimable rows of the key ahead of it in claim order, stay under
  * `:perKey`, so one claim never takes more rows of a key than the key has room for. Both are read
  * once per statement (uncorrelated): a rank over the first `:window` claimable rows with a key
- * (`rankedByKey`), joined to a count per key of the live leases; only rows ranked are claimable. A row without a key counts toward no key. Only sound behind the
- * concurrency guard, which keeps a second claim from reading the same room.
+ * (`rankedByKey`), joined to a count per key of the live leases; only rows ranked are claimable.
+ * A row without a key counts toward no key. Only sound behind the concurrency guard, which keeps
+ * a second claim from reading the same room.
  */
 export function perKeyConditions(spec: TableSpec, options: LeaseClaimOptions): SqlText[] {
   if (options.perKey !== true) return [];
