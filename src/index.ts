@@ -97,6 +97,7 @@ export { defineDialect, DIALECT_RESULT_COLUMNS } from './dialect/define-dialect.
 export type { DialectDefinition, DialectOverrides } from './dialect/define-dialect.js';
 export type {
   BuiltInDialectName,
+  CreateTableOptions,
   DeadLetterTarget,
   Dialect,
   DialectCapabilities,

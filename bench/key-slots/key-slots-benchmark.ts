@@ -13,7 +13,8 @@ row left get their --per-key slots each, inserted on the server side as claims w
 them; then --rows rows of --keys live keys are published and a new broker (--workers workers,
 perKey --per-key) drains them, timed from its start to the --timed-th handler call. Run it with
 --stale-keys 0 beside it for the same drain on a clean slot table. --form lease drains a lease
-table instead, whose claims rank rows by key and keep no slots (--stale-keys must be 0).
+table instead, whose claims rank rows by key and keep no slots (--stale-keys must be 0), made
+with the in-work index when --in-work-index is given. --per-key 0 drains without the limit.
 
   --db LIST              postgres,mariadb (default both)
   --form NAME            rowLock or lease (default rowLock)
@@ -21,7 +22,8 @@ table instead, whose claims rank rows by key and keep no slots (--stale-keys mus
   --keys N               live keys (default 40)
   --rows N               rows published (default 4000)
   --timed N              handler calls timed, the first of the drain (default all the rows)
-  --per-key N            concurrency.perKey (default 2)
+  --per-key N            concurrency.perKey, 0 for none (default 2)
+  --in-work-index        with --form lease: createTableSql(dialect, { inWorkIndex: true })
   --workers N            (default 8)
   --timeout-seconds N    a drain that has not ended by then is reported as such (default 600)
 
@@ -36,6 +38,7 @@ interface KeySlotsSettings {
   readonly keys: number;
   readonly rows: number;
   readonly timed: number;
+  readonly inWorkIndex: boolean;
   readonly perKey: number;
   readonly workers: number;
   readonly timeoutMs: number;
@@ -53,6 +56,7 @@ export async function runKeySlotsCommand(argv: string[]): Promise<number> {
       keys: { type: 'string', default: '40' },
       rows: { type: 'string', default: '4000' },
       timed: { type: 'string' },
+      'in-work-index': { type: 'boolean', default: false },
       'per-key': { type: 'string', default: '2' },
       workers: { type: 'string', default: '8' },
       'timeout-seconds': { type: 'string', default: '600' },
@@ -74,11 +78,14 @@ export async function runKeySlotsCommand(argv: string[]): Promise<number> {
     keys: readCount(values.keys, '--keys', 1),
     rows,
     timed: values.timed === undefined ? rows : readCount(values.timed, '--timed', 1),
-    perKey: readCount(values['per-key'], '--per-key', 1),
+    inWorkIndex: values['in-work-index'],
+    perKey: readCount(values['per-key'], '--per-key', 0),
     workers: readCount(values.workers, '--workers', 1),
     timeoutMs: readCount(values['timeout-seconds'], '--timeout-seconds', 1) * 1000,
   };
   if (settings.form === 'lease' && settings.staleKeys > 0) throw new UsageError('--form lease keeps no key slots: give --stale-keys 0');
+  if (settings.perKey === 0 && settings.staleKeys > 0) throw new UsageError('--per-key 0 keeps no key slots: give --stale-keys 0');
+  if (settings.inWorkIndex && settings.form !== 'lease') throw new UsageError('--in-work-index indexes locked_until: give --form lease');
   if (settings.timed > settings.rows) throw new UsageError(`--timed ${settings.timed} is more than the ${settings.rows} rows published`);
   const machine = describeMachine();
   console.log(`${machine.cpuCount} × ${machine.cpuModel}, ${machine.os}, Node ${machine.node}, commit ${machine.gitCommit ?? '?'}, library from ${machine.library}`);
@@ -99,9 +106,9 @@ async function drainBesideStaleSlots(database: ServerName, settings: KeySlotsSet
         ? { table: 'jobs', id: 'id', partitionKey: 'customer', payload: 'payload', lockedUntil: 'locked_until', retryAfter: 'retry_after', attempt: 'attempt' }
         : { table: 'jobs', id: 'id', partitionKey: 'customer', payload: 'payload', isolation: 'read committed' },
     );
-    for (const sql of table.createTableSql(database)) await runSql(admin, sql);
+    for (const sql of table.createTableSql(database, { inWorkIndex: settings.inWorkIndex })) await runSql(admin, sql);
     const queue = table.queue<number>('default');
-    const options = { workers: settings.workers, concurrency: { perKey: settings.perKey } };
+    const options = { workers: settings.workers, ...(settings.perKey === 0 ? {} : { concurrency: { perKey: settings.perKey } }) };
     const first = new Broker({ database: bench.url });
     brokers.push(first);
     first.subscribe(queue, () => undefined, options);
@@ -132,8 +139,9 @@ async function drainBesideStaleSlots(database: ServerName, settings: KeySlotsSet
     const ending = await Promise.race([allHandled.then(() => 'drained' as const), timedOut]);
     clearTimeout(timer);
     const slots =
-      settings.form === 'lease' ? '' : `; slot rows ${String((await runSql(admin, 'SELECT COUNT(*) AS n FROM tablequeue_concurrency_key_slots'))[0]?.['n'])}`;
-    const what = `${database}, ${settings.form}, ${settings.staleKeys * settings.perKey} slots of ${settings.staleKeys} keys gone, ${settings.rows} rows of ${settings.keys} keys`;
+      settings.form === 'lease' || settings.perKey === 0 ? '' : `; slot rows ${String((await runSql(admin, 'SELECT COUNT(*) AS n FROM tablequeue_concurrency_key_slots'))[0]?.['n'])}`;
+    const limit = settings.perKey === 0 ? 'no perKey' : `perKey ${settings.perKey}`;
+    const what = `${database}, ${settings.form}${settings.inWorkIndex ? ' with the in-work index' : ''}, ${limit}, ${settings.staleKeys * settings.perKey} slots of ${settings.staleKeys} keys gone, ${settings.rows} rows of ${settings.keys} keys`;
     if (ending === 'timedOut') return `${what}: ${handled} of ${settings.timed} handled when ${settings.timeoutMs / 1000} s had passed${slots}`;
     const seconds = (lastAt - startedAt) / 1000;
     return `${what}: the first ${settings.timed} in ${seconds.toFixed(2)} s from start (${Math.round(settings.timed / seconds)} msg/s)${slots}`;

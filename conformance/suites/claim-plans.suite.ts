@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { KEY_WINDOW_ROWS } from '../../src/claim/key-window.js';
+import { createConcurrencyStatements } from '../../src/dialect/concurrency-statements.js';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Connection } from '../../src/driver/driver.js';
 import { defineTable, type QueueTable } from '../../src/index.js';
@@ -107,6 +109,41 @@ export function claimPlansSuite(context: SuiteContext): void {
         }
       });
     }
+
+    it('a lease table made with inWorkIndex, under concurrency limits: the count of rows in work reads the in-work index, and the perKey claim reads no table whole', async () => {
+      const table = defineTable({ ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' });
+      for (const sql of table.createTableSql('postgres', { inWorkIndex: true })) await context.db.exec(sql);
+      await context.db.exec(
+        `INSERT INTO ${TABLE} (queue, customer, retry_after, payload) SELECT 'emails', 'k' || (n % 40), now() - n * interval '1 millisecond', ${PAYLOAD} FROM generate_series(1, ${DUE_ROWS}) AS n`,
+      );
+      await context.db.exec(`UPDATE ${TABLE} SET locked_until = now() + interval '1 hour' WHERE id <= 20`);
+      await context.db.exec(`ANALYZE ${TABLE}`);
+      const dialect = createDialect('postgres');
+      const inWork = createConcurrencyStatements('postgres').inWork(table.spec);
+      const perKeyClaim = dialect.lease.claim(table.spec, roleColumns(table.spec), { perKey: true });
+      if (perKeyClaim.kind !== 'single') throw new Error(`expected PostgreSQL's lease claim to be one statement, got ${perKeyClaim.kind}`);
+      const now = new Date();
+      const values = { group: 'emails', now, leaseNow: now, limit: 8, perKey: 2, window: KEY_WINDOW_ROWS, lockedUntil: new Date(now.getTime() + LEASE_MS) };
+      const driver = await context.db.openDriver({ poolSize: 1 });
+      const connection = await driver.acquire();
+      try {
+        for (const [statement, which] of [[inWork, 'the count of rows in work'], [perKeyClaim.statement, 'the perKey claim']] as const) {
+          const bound = bindStatement(statement, values);
+          const plans = [
+            await explain(connection, { name: 'plan.explain', sql: `EXPLAIN (FORMAT JSON) ${bound.sql}`, values: bound.values }),
+            await explainGeneric(connection, bound),
+          ];
+          for (const plan of plans) {
+            const shown = `${which}:\n${JSON.stringify(plan, undefined, 2)}`;
+            const scans = scanNodesOf(plan);
+            expect(scans.filter((node) => node['Node Type'] === 'Seq Scan').map(describeScan), shown).toEqual([]);
+            expect(scans.some((node) => node['Index Name'] === IN_WORK_INDEX), shown).toBe(true);
+          }
+        }
+      } finally {
+        connection.release();
+      }
+    });
   });
 }
 

@@ -100,6 +100,17 @@ describe('tablequeue command line', () => {
     expect(printed.stdout).toMatch(/CREATE UNIQUE INDEX "jobs_dedupe_key" ON "jobs" \("queue", "dedupe_key"\) WHERE "dedupe_key" IS NOT NULL/);
   });
 
+  it('init --in-work-index indexes locked_until of a lease table, and is refused without --lease', async () => {
+    const [lease, rowLock] = await Promise.all([
+      runCliHere(['init', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--lease', '--in-work-index', '--print']),
+      runCliHere(['init', '--database', 'postgres://nowhere.invalid/db', '--table', 'jobs', '--in-work-index', '--print']),
+    ]);
+    expect(lease.code).toBe(0);
+    expect(lease.stdout).toMatch(/CREATE INDEX "jobs_in_work" ON "jobs" \("queue", "locked_until"\) WHERE "locked_until" IS NOT NULL/);
+    expect(rowLock.code).toBe(2);
+    expect(rowLock.stderr).toMatch(/--in-work-index indexes locked_until, which only --lease adds/);
+  });
+
   it('refuses operator commands written wrongly with exit code 2 before connecting', async () => {
     const url = 'postgres://nowhere.invalid/db';
     const [watch, column, both, neither] = await Promise.all([

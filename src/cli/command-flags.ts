@@ -14,6 +14,7 @@ export const INIT_FLAGS = {
   priority: { type: 'boolean' },
   'partition-key': { type: 'boolean' },
   'dedupe-key': { type: 'boolean' },
+  'in-work-index': { type: 'boolean' },
   'no-group': { type: 'boolean' },
   'row-mode': { type: 'boolean' },
   'if-not-exists': { type: 'boolean' },

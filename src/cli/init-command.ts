@@ -35,6 +35,8 @@ ${DATABASE_FLAGS_HELP}
   --fifo                    make the queue column a FIFO group column
   --partition-key           add a partition_key column for keyed lanes
   --dedupe-key              add dedupe_key and its unique index: publish with { dedupeKey }
+  --in-work-index           with --lease: index locked_until, for concurrency limits on deep
+                            backlogs (each claim then counts rows in work through it)
   --no-group                no queue column: the whole table is one queue
   --row-mode                no payload column: handlers receive the row
   --if-not-exists           leave a table of that name as it is (exit 0); without it an existing
@@ -95,8 +97,10 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
   if (values.table === undefined) throw new UsageError(`init needs --table\n\n${INIT_USAGE}`);
   const declaration = initDeclaration({ ...values, table: values.table });
   const table = defineTable(declaration);
+  if (values['in-work-index'] === true && values.lease !== true) throw new UsageError('--in-work-index indexes locked_until, which only --lease adds');
+  const tableOptions = { inWorkIndex: values['in-work-index'] === true };
   if (values.print) {
-    writeLine(io.stdout, `${table.createTableSql(ddlDialectOf(database)).join(';\n\n')};`);
+    writeLine(io.stdout, `${table.createTableSql(ddlDialectOf(database), tableOptions).join(';\n\n')};`);
     return 0;
   }
   const driver = createDriver(database, { pooler });
@@ -122,7 +126,7 @@ export async function runInitCommand(args: string[], io: CliIo): Promise<number>
       writeLine(io.stdout, `${found}; left as it is`);
       return 0;
     }
-    const statements = table.createTableSql(ddlDialect);
+    const statements = table.createTableSql(ddlDialect, tableOptions);
     for (const [index, sql] of statements.entries()) {
       await driver.execute({ name: `init.${index === 0 ? 'createTable' : 'createIndex'}`, sql, values: [] });
     }
@@ -171,7 +175,7 @@ function printSideTables(database: string, values: InitSchedulesFlags & { readon
 }
 
 /** The queue table's flags, which `--schedules` refuses. */
-const LAYOUT_FLAG_NAMES = ['table', 'schema', 'lease', 'mark', 'priority', 'fifo', 'partition-key', 'dedupe-key', 'no-group', 'row-mode', 'if-not-exists'] as const;
+const LAYOUT_FLAG_NAMES = ['table', 'schema', 'lease', 'mark', 'priority', 'fifo', 'partition-key', 'dedupe-key', 'in-work-index', 'no-group', 'row-mode', 'if-not-exists'] as const;
 
 type InitSchedulesFlags = Partial<Record<(typeof LAYOUT_FLAG_NAMES)[number], unknown>> & {
   readonly 'schedules-table'?: string | undefined;

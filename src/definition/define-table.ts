@@ -1,4 +1,6 @@
 import { createDialect } from '../dialect/create-dialect.js';
+import type { CreateTableOptions } from '../dialect/dialect.js';
+import { DeclarationError } from '../errors.js';
 import { validateQueueName } from './queue-name.js';
 import { createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
 
@@ -30,11 +32,19 @@ export class QueueTable {
     return new Queue<Payload>(this, name);
   }
 
-  /** `CREATE TABLE` and the claim-order index, one statement per entry. */
-  createTableSql(dialect: DdlDialectName): string[] {
+  /**
+   * `CREATE TABLE` and the claim-order index, one statement per entry. `inWorkIndex: true` adds
+   * the index concurrency limits count a lease table's rows in work through (see `CreateTableOptions`).
+   */
+  createTableSql(dialect: DdlDialectName, options: CreateTableOptions = {}): string[] {
+    if (options.inWorkIndex === true && this.spec.lockedUntil === undefined) {
+      throw new DeclarationError(
+        `table "${this.spec.qualifiedName}": inWorkIndex indexes the lockedUntil column, and the table declares none; a row lock table's rows in work are its locked rows, which need no index`,
+      );
+    }
     const rendered = createDialect(dialect);
     rendered.validateTable(this.spec);
-    return rendered.schema.createTable(this.spec);
+    return rendered.schema.createTable(this.spec, options);
   }
 }
 

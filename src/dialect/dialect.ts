@@ -291,12 +291,23 @@ export interface InsertOptions {
   readonly skipHeldKeys?: boolean;
 }
 
+/** What `createTableSql` renders beyond what the roles need. */
+export interface CreateTableOptions {
+  /**
+   * The `<table>_in_work` index over `(group, locked_until)` on a lease table that is not FIFO
+   * (FIFO lease tables always get it): concurrency limits count a queue's rows in work on every
+   * claim, which without it is a scan of the whole table (docs/benchmarks.md, "Rows in work").
+   * Its price: a claim's stamp changes an indexed column, so it is no longer a HOT update.
+   */
+  readonly inWorkIndex?: boolean;
+}
+
 /** Statements about the table itself. */
 export interface SchemaStatements {
   /** Selects no row but every column, so a driver can read the table's column names. */
   probeColumns(spec: TableSpec): Statement;
   /** `CREATE TABLE` for the declared roles plus the claim-order index, as separate statements. */
-  createTable(spec: TableSpec): string[];
+  createTable(spec: TableSpec, options?: CreateTableOptions): string[];
   /**
    * How the text columns that name rows compare, where a table made by hand can compare them
    * loosely: MySQL and MariaDB, whose default collations ignore case, accents and trailing spaces.

@@ -116,17 +116,20 @@ export interface InWorkIndexOptions {
 }
 
 /**
- * `CREATE INDEX <table>_in_work ON t (group, locked_until)` on a FIFO lease table, `undefined` on
- * any other: a FIFO claim takes a group's head only while no row of the group holds a live lease
+ * `CREATE INDEX <table>_in_work ON t (group, locked_until)` on a FIFO lease table, or on any lease
+ * table when `requested` (`createTableSql(dialect, { inWorkIndex: true })`), `undefined` on any
+ * other: a FIFO claim takes a group's head only while no row of the group holds a live lease
  * (`noRowOfGroupInWork`), and without it that check reads every row of the group (on PostgreSQL
- * with 1,000,000 rows in one group, the whole table: 148 ms per claim, against 0.1 ms with it).
- * The price: the claim's stamp changes an indexed column, so on PostgreSQL it is no longer a HOT
- * update (docs/benchmarks.md, "FIFO groups").
+ * with 1,000,000 rows in one group, the whole table: 148 ms per claim, against 0.1 ms with it);
+ * concurrency limits count the queue's rows in work the same way. The price: the claim's stamp
+ * changes an indexed column, so on PostgreSQL it is no longer a HOT update (docs/benchmarks.md,
+ * "FIFO groups").
  */
-export function inWorkIndex(spec: TableSpec, options: InWorkIndexOptions): SqlText | undefined {
-  if (spec.group?.fifo !== true || spec.lockedUntil === undefined) return undefined;
+export function inWorkIndex(spec: TableSpec, options: InWorkIndexOptions, requested = false): SqlText | undefined {
+  if (spec.lockedUntil === undefined || (spec.group?.fifo !== true && !requested)) return undefined;
   const where = options.partial ? sql` WHERE ${identifier(spec.lockedUntil)} IS NOT NULL` : sql``;
-  return sql`CREATE INDEX ${indexOn(spec, IN_WORK_INDEX_SUFFIX, [spec.group.column, spec.lockedUntil], options)}${where}`;
+  const columns = [spec.group?.column, spec.lockedUntil].filter((column) => column !== undefined);
+  return sql`CREATE INDEX ${indexOn(spec, IN_WORK_INDEX_SUFFIX, columns, options)}${where}`;
 }
 
 /** `<index> ON <table> (<columns>)`, the schema named where the database wants it. */

@@ -1,5 +1,6 @@
 import { MAX_IDENTIFIER_CHARACTERS } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
+import type { CreateTableOptions } from '../dialect.js';
 import { tableOf } from '../claim-clauses.js';
 import { BACKTICK_STYLE, renderDdl, sql } from '../quoting.js';
 import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
@@ -44,7 +45,7 @@ function columnTypes(options: { mariadb: boolean }): ColumnTypes {
  * it a claim held by a handler blocks the rest of its group. utf8mb4 so that group names and ids
  * in any script fit on servers whose default is still latin1.
  */
-export function renderMysqlCreateTable(spec: TableSpec, options: { mariadb: boolean }): string[] {
+export function renderMysqlCreateTable(spec: TableSpec, options: { mariadb: boolean }, tableOptions: CreateTableOptions = {}): string[] {
   const statements = [
     sql`CREATE TABLE ${tableOf(spec)} (\n${columnDefinitions(spec, columnTypes(options))}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
   ];
@@ -56,7 +57,7 @@ export function renderMysqlCreateTable(spec: TableSpec, options: { mariadb: bool
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' });
   if (keyIndex !== undefined) statements.push(keyIndex);
-  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' });
+  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' }, tableOptions.inWorkIndex);
   if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(BACKTICK_STYLE, statement));
 }

@@ -421,6 +421,13 @@ describe('mysql schema.probeColumns', () => {
 });
 
 describe('mysql schema.createTable', () => {
+  it('indexes the leases of any lease table when asked (inWorkIndex), every row, on both servers', () => {
+    for (const dialect of [mysql, mariadb]) {
+      expect(dialect.schema.createTable(minimalLeaseTable.spec, { inWorkIndex: true }).slice(1)).toEqual(['CREATE INDEX `jobs_in_work` ON `jobs` (`locked_until`)']);
+      expect(dialect.schema.createTable(everyRoleLeaseTable.spec, { inWorkIndex: true }).at(-1)).toBe('CREATE INDEX `email_jobs_in_work` ON `email_jobs` (`queue`, `locked_until`)');
+    }
+  });
+
   it('indexes the leases of a FIFO lease table by group, every row (no partial indexes), on both servers', () => {
     for (const dialect of [mysql, mariadb]) {
       expect(dialect.schema.createTable(minimalFifoLeaseTable.spec).slice(1)).toEqual([

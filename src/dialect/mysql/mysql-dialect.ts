@@ -22,6 +22,7 @@ import {
   type LeaseClaimOptions,
   type LeaseSettleManyRequest,
   type TableColumns,
+  type CreateTableOptions,
 } from '../dialect.js';
 import { MYSQL_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
 import { renderPairedSettleMany } from '../lease-settle-many.js';
@@ -126,7 +127,7 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
-      createTable: (spec: TableSpec) => renderMysqlCreateTable(spec, options),
+      createTable: (spec: TableSpec, tableOptions?: CreateTableOptions) => renderMysqlCreateTable(spec, options, tableOptions),
       textCollation: createMysqlTextCollation(options),
     }),
     validateTable: (spec: TableSpec) => {

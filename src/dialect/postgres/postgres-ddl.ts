@@ -1,5 +1,6 @@
 import { POSTGRES_MAX_IDENTIFIER_BYTES } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
+import type { CreateTableOptions } from '../dialect.js';
 import { tableOf } from '../claim-clauses.js';
 import { DOUBLE_QUOTE_STYLE, fixedSql, renderDdl, sql } from '../quoting.js';
 import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
@@ -47,7 +48,7 @@ const POSTGRES_QUEUE_TABLE_STORAGE =
  */
 const POSTGRES_LEASE_TABLE_FILL_FACTOR = 'fillfactor = 50, ';
 
-export function renderPostgresCreateTable(spec: TableSpec): string[] {
+export function renderPostgresCreateTable(spec: TableSpec, tableOptions: CreateTableOptions = {}): string[] {
   const fill = spec.lockedUntil === undefined ? '' : POSTGRES_LEASE_TABLE_FILL_FACTOR;
   const statements = [
     sql`CREATE TABLE ${tableOf(spec)} (\n${columnDefinitions(spec, POSTGRES_COLUMN_TYPES)}\n) WITH (${fixedSql(fill + POSTGRES_QUEUE_TABLE_STORAGE)})`,
@@ -60,7 +61,7 @@ export function renderPostgresCreateTable(spec: TableSpec): string[] {
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: (name) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES, partial: true, schemaOn: 'table' });
   if (keyIndex !== undefined) statements.push(keyIndex);
-  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES, partial: true, schemaOn: 'table' });
+  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES, partial: true, schemaOn: 'table' }, tableOptions.inWorkIndex);
   if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(DOUBLE_QUOTE_STYLE, statement));
 }

@@ -451,6 +451,18 @@ describe('postgres schema.createTable', () => {
     ]);
   });
 
+  it('indexes the leases of any lease table when asked (inWorkIndex), by group where it has one, and refuses nothing else', () => {
+    expect(postgres.schema.createTable(everyRoleLeaseTable.spec, { inWorkIndex: true }).slice(1)).toEqual([
+      'CREATE INDEX "email_jobs_claim_order" ON "email_jobs" ("queue", "priority", "retry_after", "job_id") WHERE "processed_at" IS NULL',
+      'CREATE INDEX "email_jobs_in_work" ON "email_jobs" ("queue", "locked_until") WHERE "locked_until" IS NOT NULL',
+    ]);
+    expect(postgres.schema.createTable(minimalLeaseTable.spec, { inWorkIndex: true }).slice(1)).toEqual([
+      'CREATE INDEX "jobs_in_work" ON "jobs" ("locked_until") WHERE "locked_until" IS NOT NULL',
+    ]);
+    expect(postgres.schema.createTable(minimalFifoLeaseTable.spec, { inWorkIndex: true })).toEqual(postgres.schema.createTable(minimalFifoLeaseTable.spec));
+    expect(postgres.schema.createTable(everyRoleTable.spec, { inWorkIndex: true })).toEqual(postgres.schema.createTable(everyRoleTable.spec));
+  });
+
   it('renders every role and a partial claim-order index', () => {
     expect(postgres.schema.createTable(everyRoleLeaseTable.spec).map(collapseWhitespace)).toEqual([
       'CREATE TABLE "email_jobs" ("job_id" BIGSERIAL PRIMARY KEY, "queue" TEXT NOT NULL, "priority" SMALLINT NOT NULL DEFAULT 0, "customer" TEXT NULL, "retry_after" TIMESTAMPTZ NOT NULL DEFAULT now(), "attempt" SMALLINT NOT NULL DEFAULT 1, "processed_at" TIMESTAMPTZ NULL, "locked_until" TIMESTAMPTZ NULL, "meta" JSONB NULL, "payload" BYTEA NOT NULL) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_limit = 2000, autovacuum_analyze_scale_factor = 0.02)',

@@ -23,6 +23,7 @@ import {
   type LeaseClaimOptions,
   type LeaseSettleManyRequest,
   type TableColumns,
+  type CreateTableOptions,
 } from '../dialect.js';
 import { POSTGRES_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
 import {
@@ -96,9 +97,9 @@ export function createPostgresDialect(): Dialect {
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
-      createTable: (spec: TableSpec) => {
+      createTable: (spec: TableSpec, tableOptions?: CreateTableOptions) => {
         validatePostgresIdentifiers(spec);
-        return renderPostgresCreateTable(spec);
+        return renderPostgresCreateTable(spec, tableOptions);
       },
     }),
     validateTable: (spec: TableSpec) => {

@@ -1,4 +1,5 @@
 import type { TableSpec } from '../../table/table-spec.js';
+import type { CreateTableOptions } from '../dialect.js';
 import { tableOf } from '../claim-clauses.js';
 import { BACKTICK_STYLE, renderDdl, sql } from '../quoting.js';
 import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
@@ -25,7 +26,7 @@ const SQLITE_COLUMN_TYPES: ColumnTypes = {
   keyColumn: 'TEXT',
 };
 
-export function renderSqliteCreateTable(spec: TableSpec): string[] {
+export function renderSqliteCreateTable(spec: TableSpec, tableOptions: CreateTableOptions = {}): string[] {
   const statements = [sql`CREATE TABLE ${tableOf(spec)} (\n${columnDefinitions(spec, SQLITE_COLUMN_TYPES)}\n)`];
   const index = claimOrderIndex(spec, {
     // SQLite sets no length limit on identifiers.
@@ -36,7 +37,7 @@ export function renderSqliteCreateTable(spec: TableSpec): string[] {
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: () => true, partial: true, schemaOn: 'index' });
   if (keyIndex !== undefined) statements.push(keyIndex);
-  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: () => true, partial: true, schemaOn: 'index' });
+  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: () => true, partial: true, schemaOn: 'index' }, tableOptions.inWorkIndex);
   if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(BACKTICK_STYLE, statement));
 }

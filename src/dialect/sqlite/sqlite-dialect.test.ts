@@ -251,6 +251,12 @@ describe('sqlite schema.probeColumns', () => {
 });
 
 describe('sqlite schema.createTable', () => {
+  it('indexes the leases of any lease table when asked (inWorkIndex), partially', () => {
+    expect(sqlite.schema.createTable(minimalLeaseTable.spec, { inWorkIndex: true }).slice(1)).toEqual([
+      'CREATE INDEX `jobs_in_work` ON `jobs` (`locked_until`) WHERE `locked_until` IS NOT NULL',
+    ]);
+  });
+
   it('indexes the leases of a FIFO lease table by group, partially, the schema on the index', () => {
     expect(sqlite.schema.createTable(minimalFifoLeaseTable.spec).slice(1)).toEqual([
       'CREATE INDEX `app`.`jobs_claim_order` ON `jobs` (`queue`, `id`)',

@@ -23,6 +23,7 @@ import {
   type LeaseClaimOptions,
   type LeaseSettleManyRequest,
   type TableColumns,
+  type CreateTableOptions,
 } from '../dialect.js';
 import { SQLITE_HEADERS_WITH_LAST_ERROR } from '../last-error-header.js';
 import { renderPairedSettleMany } from '../lease-settle-many.js';
@@ -99,7 +100,7 @@ export function createSqliteDialect(): Dialect {
     }),
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
-      createTable: (spec: TableSpec) => renderSqliteCreateTable(spec),
+      createTable: (spec: TableSpec, tableOptions?: CreateTableOptions) => renderSqliteCreateTable(spec, tableOptions),
     }),
     validateTable: (spec: TableSpec) => {
       if (spec.form === 'rowLock') refuseRowLock(spec);
