@@ -5,6 +5,7 @@ import {
   Broker,
   defineTable,
   type BrokerOptions,
+  type CreateTableOptions,
   type Queue,
   type QueueTable,
   type Relay,
@@ -50,8 +51,8 @@ export function jobsDeclaration(options: JobsTableOptions): TableDeclaration {
   return declaration;
 }
 
-export async function createTable(stand: Stand, db: TestDatabase, table: QueueTable): Promise<void> {
-  for (const sql of table.createTableSql(stand.ddlDialect)) await db.exec(sql);
+export async function createTable(stand: Stand, db: TestDatabase, table: QueueTable, options: CreateTableOptions = {}): Promise<void> {
+  for (const sql of table.createTableSql(stand.ddlDialect, options)) await db.exec(sql);
 }
 
 /** A broker over the test database with quick polls and what its stand declares, stopped by `stopAll`. */

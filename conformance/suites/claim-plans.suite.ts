@@ -112,7 +112,7 @@ export function claimPlansSuite(context: SuiteContext): void {
 
     it('a lease table made with inWorkIndex, under concurrency limits: the count of rows in work reads the in-work index, and the perKey claim reads no table whole', async () => {
       const table = defineTable({ ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' });
-      for (const sql of table.createTableSql('postgres', { inWorkIndex: true })) await context.db.exec(sql);
+      await createTable(context.stand, context.db, table, { inWorkIndex: true });
       await context.db.exec(
         `INSERT INTO ${TABLE} (queue, customer, retry_after, payload) SELECT 'emails', 'k' || (n % 40), now() - n * interval '1 millisecond', ${PAYLOAD} FROM generate_series(1, ${DUE_ROWS}) AS n`,
       );

@@ -53,8 +53,7 @@ export class LeaseCoalescedSettlements {
    * Per settlement kind, read on every settlement: whether it joins a window, and the window it
    * joins (the statement kind it becomes). Rendering a request to ask cost 0.3 µs a message.
    */
-  readonly #accepted = new Map<Settlement['kind'], boolean>();
-  readonly #windowKinds: Readonly<Record<Settlement['kind'], LeaseSettleManyRequest['kind']>>;
+  readonly #kinds: Readonly<Record<Settlement['kind'], { readonly isAccepted: boolean; readonly window: LeaseSettleManyRequest['kind'] }>>;
   readonly #commit: Statement;
   readonly #rollback: Statement;
 
@@ -62,12 +61,12 @@ export class LeaseCoalescedSettlements {
     this.#context = context;
     this.#commit = context.dialect.session.commit();
     this.#rollback = context.dialect.session.rollback();
-    this.#windowKinds = {
-      finish: this.#requestOf('finish', 1).kind,
-      retry: this.#requestOf('retry', 1).kind,
-      retryAfter: this.#requestOf('retryAfter', 1).kind,
-      deadLetter: this.#requestOf('deadLetter', 1).kind,
+    const kindOf = (kind: Settlement['kind']) => {
+      const request = this.#requestOf(kind, 1);
+      const isDeadLetterWithHeaders = kind === 'deadLetter' && context.spec.headers !== undefined;
+      return { isAccepted: !isDeadLetterWithHeaders && this.#render(request) !== undefined, window: request.kind };
     };
+    this.#kinds = { finish: kindOf('finish'), retry: kindOf('retry'), retryAfter: kindOf('retryAfter'), deadLetter: kindOf('deadLetter') };
     this.#coalescer = new SettlementCoalescer<Pending>({
       windowMs: context.windowMs,
       maxSize: MAX_SETTLEMENTS_PER_STATEMENT,
@@ -90,19 +89,13 @@ export class LeaseCoalescedSettlements {
    * cannot, nor one on a table with headers, which records its own row's last error there.
    */
   accepts(settlement: Settlement): boolean {
-    let accepted = this.#accepted.get(settlement.kind);
-    if (accepted === undefined) {
-      const isDeadLetterWithHeaders = settlement.kind === 'deadLetter' && this.#context.spec.headers !== undefined;
-      accepted = !isDeadLetterWithHeaders && this.#render(this.#requestOf(settlement.kind, 1)) !== undefined;
-      this.#accepted.set(settlement.kind, accepted);
-    }
-    return accepted;
+    return this.#kinds[settlement.kind].isAccepted;
   }
 
   /** Settles the slot's row under its current token together with whatever else arrives in the window. */
   settle(slot: LeaseSlot, settlement: Settlement): Promise<CoalescedAnswer> {
     const answer = createDeferred<CoalescedAnswer>();
-    this.#coalescer.add(this.#windowKinds[settlement.kind], { slot, settlement, answer });
+    this.#coalescer.add(this.#kinds[settlement.kind].window, { slot, settlement, answer });
     return answer.promise;
   }
 

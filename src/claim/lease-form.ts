@@ -189,7 +189,8 @@ export class LeaseForm implements ClaimForm {
     const { driver, dialect, spec, group, transactional } = this.#context;
     const lockedUntil = leaseExpiry(now, this.#options.leaseMs);
     // Transactional mode is for single deliveries: each holds the connection its claim ran on.
-    const values: ParamValues = { group, now, leaseNow: now, limit: transactional ? 1 : limit, lockedUntil };
+    const claimLimit = transactional ? 1 : limit;
+    const values: ParamValues = { group, now, leaseNow: now, limit: claimLimit, lockedUntil };
     if (this.#context.concurrency?.perKey !== undefined) values.perKey = this.#context.concurrency.perKey;
     const keyWindow = this.#keyWindow;
     const window = keyWindow?.open();
@@ -201,7 +202,7 @@ export class LeaseForm implements ClaimForm {
       try {
         rows = (await this.#claimer.claimOn(connection, values)) ?? [];
       } finally {
-        if (window !== undefined) keyWindow?.close(window, rows === undefined || rows.length < Number(values.limit));
+        if (window !== undefined) keyWindow?.close(window, rows === undefined || rows.length < claimLimit);
       }
       // A claim of the service's own fetches its rows before stamping them, as they stood.
       const isOwnClaim = this.#service?.claim !== undefined;
