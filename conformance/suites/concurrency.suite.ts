@@ -226,6 +226,10 @@ function registerConcurrencyTests(context: SuiteContext): void {
       expect(await keySlotsOf(`key_value = 'k1'`)).toBe(2);
       gate.open();
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+      // Stopped, so that no poll of theirs holds a slot row (a locking read on MariaDB locks the
+      // rows it visits) while the third's first claim deletes slots without waiting for locked ones.
+      await first.stop();
+      await second.stop();
       const third = createBroker(context.db, context.brokers);
       third.subscribe(queue, handler, { workers: 1, concurrency: { perKey: 2 } });
       await third.start();
