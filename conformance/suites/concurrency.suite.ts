@@ -366,7 +366,6 @@ function registerConcurrencyTests(context: SuiteContext): void {
       const rowCount = form === 'advisory' ? 400 : 1_200;
       const publisher = createBroker(context.db, context.brokers);
       await publisher.start();
-      await publisher.publishMany(table.queue('emails'), Array.from({ length: rowCount }, (_, index) => ({ payload: index })));
       const config = {
         database: context.db.url,
         table: declaration,
@@ -379,7 +378,10 @@ function registerConcurrencyTests(context: SuiteContext): void {
       const replicas = Array.from({ length: 4 }, () => spawnReplica(config));
       const driver = await context.db.openDriver({ poolSize: 1 });
       try {
+        // Published once every replica is polling: rows there before would go to whichever replica
+        // started first (the others take seconds to start under load, longer than the drain).
         await Promise.all(replicas.map((replica) => replica.ready));
+        await publisher.publishMany(table.queue('emails'), Array.from({ length: rowCount }, (_, index) => ({ payload: index })));
         const drained = async () => (await countRows(context.db, 'jobs')) === 0;
         if (form === 'lease') {
           const { samples, most } = await sampleUntil(driver, `SELECT COUNT(*) AS n FROM jobs WHERE locked_until > ${marks(1)}`, drained, 200_000);
