@@ -103,6 +103,7 @@ export type {
   DialectCapabilities,
   DialectName,
   FifoStatements,
+  IndexStatements,
   InsertOptions,
   InsertStatements,
   LeaseClaim,

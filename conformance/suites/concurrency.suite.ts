@@ -303,6 +303,60 @@ function registerConcurrencyTests(context: SuiteContext): void {
   it('perKey: 1 in the lease form: a key whose first row lies past the first thousand claimable rows runs while the one key ahead of it has its only row in work', () =>
     deepKeyRunsPastAFullWindow({ ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' }));
 
+  it('start() warns once when limited lease subscriptions count rows in work on a table without the in-work index, with the CREATE INDEX that adds it; then nothing', async () => {
+    const table = defineTable(jobsDeclaration({ form: 'lease' }));
+    await createTable(stand, context.db, table);
+    const startWarnings = async (subscribe: (broker: ReturnType<typeof createBroker>) => void) => {
+      const broker = createBroker(context.db, context.brokers);
+      const warnings: string[] = [];
+      broker.on('warning', (message) => warnings.push(message));
+      subscribe(broker);
+      await broker.start();
+      await broker.stop();
+      return warnings;
+    };
+    // Unlimited, the claims count nothing: no catalog read to warn from.
+    expect(await startWarnings((broker) => broker.subscribe(table.queue('emails'), () => undefined))).toEqual([]);
+    // Two limited queues of one table: one warning that names both.
+    const limited = (broker: ReturnType<typeof createBroker>) => {
+      broker.subscribe(table.queue('emails'), () => undefined, { concurrency: { global: 2 } });
+      broker.subscribe(table.queue('texts'), () => undefined, { concurrency: { global: 1 } });
+    };
+    const warnings = await startWarnings(limited);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('table "jobs": subscriptions "jobs/emails", "jobs/texts" count the rows in work on every claim (a concurrency limit)');
+    expect(warnings[0]).toContain('no index of the table leads with ("queue", "locked_until"), so each count reads the whole table');
+    const fix = /add the index with: (CREATE INDEX .*)$/.exec(warnings[0]!)?.[1];
+    expect(fix).toBe(table.createTableSql(stand.ddlDialect, { inWorkIndex: true }).at(-1));
+
+    // The statement the warning gives is the fix: the next start has nothing to say.
+    await context.db.exec(fix!);
+    expect(await startWarnings(limited)).toEqual([]);
+  });
+
+  it('start() finds the in-work index on a FIFO lease table createTableSql made, and warns on one made without it', async () => {
+    const declaration: TableDeclaration = { ...jobsDeclaration({ form: 'lease' }), group: { column: 'queue', fifo: true } };
+    const table = defineTable(declaration);
+    const statements = table.createTableSql(stand.ddlDialect);
+    const indexStatement = statements.find((statement) => statement.includes('_in_work'));
+    expect(indexStatement).toBeDefined();
+    for (const statement of statements) if (statement !== indexStatement) await context.db.exec(statement);
+    const subscribe = async () => {
+      const broker = createBroker(context.db, context.brokers);
+      const warnings: string[] = [];
+      broker.on('warning', (message) => warnings.push(message));
+      broker.subscribe(table.queue('emails'), () => undefined);
+      await broker.start();
+      await broker.stop();
+      return warnings;
+    };
+    const [warning, ...others] = await subscribe();
+    expect(others).toEqual([]);
+    expect(warning).toContain(`subscription "jobs/emails" counts the rows in work on every claim (FIFO groups: a group's head waits while one of its rows is in work)`);
+    await context.db.exec(indexStatement!);
+    expect(await subscribe()).toEqual([]);
+  });
+
   it('refuses perKey on a table without a partition key, and limits that are not whole numbers', async () => {
     const table = defineTable(jobsDeclaration({ form: 'lease' }));
     await createTable(stand, context.db, table);

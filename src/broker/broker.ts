@@ -37,6 +37,7 @@ import { openControlRead, type BrokerControlRead, type ControlReadTestHooks } fr
 import type { MetricsEndpoint, ServeMetricsOptions } from '../observability/metrics-endpoint.js';
 import { Observability } from '../observability/observability.js';
 import { openDialect } from './open-dialect.js';
+import { warnOfUnindexedRowsInWork } from './in-work-index-check.js';
 import { warnOfLooseTextCollations } from './text-collation-check.js';
 import type { DedupeGate } from '../outbox/dedupe.js';
 import type { OutboxTable } from '../outbox/define-outbox.js';
@@ -305,6 +306,15 @@ export class Broker extends EventEmitter<BrokerEvents> {
           ...[...this.#subscriptions.values()].map((subscription) => subscription.queue.table.spec),
           ...this.#relays.map((relay) => relay.outbox.spec),
         ],
+        onWarning: (message) => this.#reportWarning(message),
+      });
+      await warnOfUnindexedRowsInWork({
+        driver,
+        dialect,
+        counters: [...this.#subscriptions.values()].flatMap((subscription) => {
+          const reason = subscription.countsRowsInWork;
+          return reason === undefined ? [] : [{ subscription: subscription.name, spec: subscription.queue.table.spec, reason }];
+        }),
         onWarning: (message) => this.#reportWarning(message),
       });
       await listener?.open();

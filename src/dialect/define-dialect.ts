@@ -82,7 +82,7 @@ const OVERRIDE_KEYS: ReadonlySet<string> = new Set(['capabilities', ...DIALECT_G
 /** Values of groups that are not methods, and groups within groups. */
 const GROUP_VALUES: Partial<Record<DialectGroup, readonly string[]>> = {
   dedupe: ['heldKeyOnInsert'],
-  schema: ['textCollation'],
+  schema: ['textCollation', 'indexes'],
   notify: ['maxPayloadBytes'],
 };
 

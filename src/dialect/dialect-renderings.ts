@@ -183,6 +183,8 @@ export function dialectRenderings(table: RenderedTable): DialectRendering[] {
   add('schema.textCollation.read', '', (d) => one(d.schema.textCollation?.read(spec)));
   const fixedColumn = { name: spec.id.column, type: 'varchar(64)', isNullable: false };
   add('schema.textCollation.renderFix', '', (d) => ddl(d.schema.textCollation === undefined ? undefined : [d.schema.textCollation.renderFix(spec, fixedColumn)]));
+  add('schema.indexes.read', '', (d) => one(d.schema.indexes?.read(spec)));
+  add('schema.indexes.renderInWorkIndex', '', (d) => ddl(d.schema.indexes === undefined ? undefined : [d.schema.indexes.renderInWorkIndex(spec)]), lease);
 
   const notify = { needs: 'supportsListenNotify' } as const;
   add('notify.channel', '', (d) => text('channel', d.notify?.channel(spec)), notify);
@@ -240,6 +242,8 @@ export const DIALECT_MEMBERS: readonly { readonly path: string; readonly optiona
     'schema.textCollation.read?',
     'schema.textCollation.ignoredBy?',
     'schema.textCollation.renderFix?',
+    'schema.indexes.read?',
+    'schema.indexes.renderInWorkIndex?',
     'notify.channel?',
     'notify.listen?',
     'notify.listenTo?',

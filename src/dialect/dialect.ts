@@ -313,6 +313,23 @@ export interface SchemaStatements {
    * loosely: MySQL and MariaDB, whose default collations ignore case, accents and trailing spaces.
    */
   readonly textCollation?: TextCollationStatements;
+  /**
+   * The indexes on a queue table, read at start so that a lease subscription whose claims count
+   * the queue's rows in work (concurrency limits, FIFO groups) can warn when no index serves that
+   * count; a dialect without it skips the check.
+   */
+  readonly indexes?: IndexStatements;
+}
+
+/** The key columns of a table's indexes, and the in-work index that `createTableSql` can add. */
+export interface IndexStatements {
+  /**
+   * Selects `index` (its name), `position` (from 1) and `column` (NULL for an expression) for each
+   * key column of each usable index on the table, ordered by index and position.
+   */
+  read(spec: TableSpec): Statement;
+  /** The `CREATE INDEX` of `createTableSql`'s `inWorkIndex` for the table (a lease table). */
+  renderInWorkIndex(spec: TableSpec): string;
 }
 
 /** The collations of a table's group, partition key and supplied id columns, and their fix. */

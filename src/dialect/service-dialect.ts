@@ -161,7 +161,7 @@ function guardedMethod(dialect: Dialect, owner: object, path: string): AnyMethod
   };
 }
 
-/** A copy of one group (`lease`) or nested group (`schema.textCollation`) with its methods guarded. */
+/** A copy of one group (`lease`) or nested group (`schema.textCollation`, `schema.indexes`) with its methods guarded. */
 function guardedGroup(dialect: Dialect, path: string): object | undefined {
   const group = memberAt(dialect, path);
   if (group === undefined || group === null || typeof group !== 'object') return undefined;
@@ -171,7 +171,10 @@ function guardedGroup(dialect: Dialect, path: string): object | undefined {
     if (!member.path.startsWith(`${path}.`) || key.includes('.')) continue;
     if (typeof (group as Record<string, unknown>)[key] === 'function') copy[key] = guardedMethod(dialect, group, member.path);
   }
-  if (path === 'schema') copy['textCollation'] = guardedGroup(dialect, 'schema.textCollation');
+  if (path === 'schema') {
+    copy['textCollation'] = guardedGroup(dialect, 'schema.textCollation');
+    copy['indexes'] = guardedGroup(dialect, 'schema.indexes');
+  }
   return Object.freeze(copy);
 }
 

@@ -2,6 +2,7 @@
  * The shape of a queue table's DDL, shared by the three dialects: which column each declared role
  * gets and how the claim-order index is named. Each dialect supplies its types and its index form.
  */
+import { DeclarationError } from '../errors.js';
 import { fnv1a32 } from '../internal/fnv1a.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { fixedSql, identifier, joinSql, sql, type SqlText } from './quoting.js';
@@ -130,6 +131,15 @@ export function inWorkIndex(spec: TableSpec, options: InWorkIndexOptions, reques
   const where = options.partial ? sql` WHERE ${identifier(spec.lockedUntil)} IS NOT NULL` : sql``;
   const columns = [spec.group?.column, spec.lockedUntil].filter((column) => column !== undefined);
   return sql`CREATE INDEX ${indexOn(spec, IN_WORK_INDEX_SUFFIX, columns, options)}${where}`;
+}
+
+/** The in-work index of a lease table, whatever its other roles; a table without lockedUntil has none. */
+export function requireInWorkIndex(spec: TableSpec, options: InWorkIndexOptions): SqlText {
+  const index = inWorkIndex(spec, options, true);
+  if (index === undefined) {
+    throw new DeclarationError(`table "${spec.qualifiedName}": the in-work index indexes the lockedUntil column, and the table declares none`);
+  }
+  return index;
 }
 
 /** `<index> ON <table> (<columns>)`, the schema named where the database wants it. */

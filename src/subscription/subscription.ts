@@ -160,6 +160,17 @@ export class Subscription {
     return this.#options.deadLetter;
   }
 
+  /**
+   * What makes its lease claims count the queue's rows in work, `group = ? AND locked_until > ?`:
+   * a concurrency limit, or FIFO groups; undefined when they count nothing (other forms, no limit).
+   */
+  get countsRowsInWork(): 'concurrency' | 'fifo' | undefined {
+    const spec = this.queue.table.spec;
+    if (spec.lockedUntil === undefined) return undefined;
+    if (this.#options.concurrency !== undefined) return 'concurrency';
+    return spec.group?.fifo === true ? 'fifo' : undefined;
+  }
+
   /** The payload decoder declared (`decode`): a function, or a Standard Schema validator the AsyncAPI document reads. */
   get decode(): Decoder<unknown> | undefined {
     return this.#options.decode;

@@ -1,9 +1,11 @@
 import { MAX_IDENTIFIER_CHARACTERS } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
-import type { CreateTableOptions } from '../dialect.js';
+import type { Statement } from '../../statement.js';
+import type { CreateTableOptions, IndexStatements } from '../dialect.js';
 import { tableOf } from '../claim-clauses.js';
-import { BACKTICK_STYLE, renderDdl, sql } from '../quoting.js';
-import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
+import { COLUMN_COLUMN, INDEX_COLUMN } from '../dedupe-statements.js';
+import { BACKTICK_STYLE, identifier, renderDdl, renderStatement, sql, textLiteral } from '../quoting.js';
+import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, requireInWorkIndex, type ColumnTypes } from '../table-ddl.js';
 import { exactTextCharset } from './mysql-collation.js';
 
 /**
@@ -57,8 +59,26 @@ export function renderMysqlCreateTable(spec: TableSpec, options: { mariadb: bool
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' });
   if (keyIndex !== undefined) statements.push(keyIndex);
-  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' }, tableOptions.inWorkIndex);
+  const workIndex = inWorkIndex(spec, MYSQL_IN_WORK_INDEX, tableOptions.inWorkIndex);
   if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(BACKTICK_STYLE, statement));
 }
+
+const MYSQL_IN_WORK_INDEX = { fitsIdentifierLimit: (name: string) => [...name].length <= MAX_IDENTIFIER_CHARACTERS, partial: false, schemaOn: 'table' } as const;
+
+/**
+ * Reads information_schema, which shows a user the indexes of the tables it may use; an
+ * expression's key column (MySQL 8 functional indexes) has no name.
+ */
+export const MYSQL_INDEX_STATEMENTS: IndexStatements = Object.freeze({
+  read: (spec: TableSpec): Statement => {
+    const schema = spec.schema === undefined ? sql`DATABASE()` : textLiteral(spec.schema);
+    return renderStatement(
+      BACKTICK_STYLE,
+      'schema.indexes.read',
+      sql`SELECT INDEX_NAME AS ${identifier(INDEX_COLUMN)}, COLUMN_NAME AS ${identifier(COLUMN_COLUMN)} FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ${schema} AND TABLE_NAME = ${textLiteral(spec.name)} ORDER BY INDEX_NAME, SEQ_IN_INDEX`,
+    );
+  },
+  renderInWorkIndex: (spec: TableSpec): string => renderDdl(BACKTICK_STYLE, requireInWorkIndex(spec, MYSQL_IN_WORK_INDEX)),
+});
 

@@ -468,6 +468,23 @@ describe('mysql schema.createTable', () => {
   });
 });
 
+describe('mysql schema.indexes', () => {
+  it('reads the key columns of each index from information_schema, on both servers', () => {
+    for (const dialect of [mysql, mariadb]) {
+      expect(statementText(dialect.schema.indexes!.read(everyRoleLeaseTable.spec))).toEqual({
+        name: 'schema.indexes.read',
+        sql: "SELECT INDEX_NAME AS `index_name`, COLUMN_NAME AS `column_name` FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'email_jobs' ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+        params: [],
+      });
+      expect(dialect.schema.indexes!.read(minimalFifoLeaseTable.spec).sql).toContain("WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'jobs'");
+    }
+  });
+
+  it('renders the in-work index createTableSql adds, over every row', () => {
+    expect(mysql.schema.indexes!.renderInWorkIndex(minimalFifoLeaseTable.spec)).toBe('CREATE INDEX `jobs_in_work` ON `app`.`jobs` (`queue`, `locked_until`)');
+  });
+});
+
 describe('mysql schema.textCollation', () => {
   const collation = mysql.schema.textCollation!;
 

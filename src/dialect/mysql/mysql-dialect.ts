@@ -44,7 +44,7 @@ import { BACKTICK_STYLE, identifier, joinSql, param, renderStatement, sql, type 
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
 import { createMysqlAdvisoryStatements } from './mysql-advisory.js';
 import { createMysqlTextCollation } from './mysql-collation.js';
-import { renderMysqlCreateTable } from './mysql-ddl.js';
+import { MYSQL_INDEX_STATEMENTS, renderMysqlCreateTable } from './mysql-ddl.js';
 
 const style: SqlStyle = { ...BACKTICK_STYLE, clock: MYSQL_CLOCK };
 
@@ -129,6 +129,7 @@ export function createMysqlDialect(options: { mariadb: boolean }): Dialect {
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
       createTable: (spec: TableSpec, tableOptions?: CreateTableOptions) => renderMysqlCreateTable(spec, options, tableOptions),
       textCollation: createMysqlTextCollation(options),
+      indexes: MYSQL_INDEX_STATEMENTS,
     }),
     validateTable: (spec: TableSpec) => {
       refuseFifoRowLockAtSerializable(spec, database);

@@ -1,9 +1,11 @@
 import { POSTGRES_MAX_IDENTIFIER_BYTES } from '../../table/identifier.js';
 import type { TableSpec } from '../../table/table-spec.js';
-import type { CreateTableOptions } from '../dialect.js';
+import type { Statement } from '../../statement.js';
+import type { CreateTableOptions, IndexStatements } from '../dialect.js';
 import { tableOf } from '../claim-clauses.js';
-import { DOUBLE_QUOTE_STYLE, fixedSql, renderDdl, sql } from '../quoting.js';
-import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, type ColumnTypes } from '../table-ddl.js';
+import { COLUMN_COLUMN, INDEX_COLUMN } from '../dedupe-statements.js';
+import { DOUBLE_QUOTE_STYLE, fixedSql, identifier, renderDdl, renderStatement, sql, textLiteral } from '../quoting.js';
+import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, requireInWorkIndex, type ColumnTypes } from '../table-ddl.js';
 
 const POSTGRES_COLUMN_TYPES: ColumnTypes = {
   generatedId: 'BIGSERIAL PRIMARY KEY',
@@ -61,7 +63,28 @@ export function renderPostgresCreateTable(spec: TableSpec, tableOptions: CreateT
   if (index !== undefined) statements.push(index);
   const keyIndex = dedupeKeyIndex(spec, { fitsIdentifierLimit: (name) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES, partial: true, schemaOn: 'table' });
   if (keyIndex !== undefined) statements.push(keyIndex);
-  const workIndex = inWorkIndex(spec, { fitsIdentifierLimit: (name) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES, partial: true, schemaOn: 'table' }, tableOptions.inWorkIndex);
+  const workIndex = inWorkIndex(spec, POSTGRES_IN_WORK_INDEX, tableOptions.inWorkIndex);
   if (workIndex !== undefined) statements.push(workIndex);
   return statements.map((statement) => renderDdl(DOUBLE_QUOTE_STYLE, statement));
 }
+
+const POSTGRES_IN_WORK_INDEX = {
+  fitsIdentifierLimit: (name: string) => encoder.encode(name).length <= POSTGRES_MAX_IDENTIFIER_BYTES,
+  partial: true,
+  schemaOn: 'table',
+} as const;
+
+/**
+ * Reads the catalog: `to_regclass` resolves the name as every statement does (the search path when
+ * the table names no schema); invalid indexes (a failed `CREATE INDEX CONCURRENTLY`) serve no
+ * read, and INCLUDE columns (past `indnkeyatts`) lead nothing.
+ */
+export const POSTGRES_INDEX_STATEMENTS: IndexStatements = Object.freeze({
+  read: (spec: TableSpec): Statement =>
+    renderStatement(
+      DOUBLE_QUOTE_STYLE,
+      'schema.indexes.read',
+      sql`SELECT i.relname AS ${identifier(INDEX_COLUMN)}, a.attname AS ${identifier(COLUMN_COLUMN)} FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum WHERE x.indrelid = to_regclass(${textLiteral(renderDdl(DOUBLE_QUOTE_STYLE, tableOf(spec)))}) AND x.indisvalid AND k.ord <= x.indnkeyatts ORDER BY i.relname, k.ord`,
+    ),
+  renderInWorkIndex: (spec: TableSpec): string => renderDdl(DOUBLE_QUOTE_STYLE, requireInWorkIndex(spec, POSTGRES_IN_WORK_INDEX)),
+});

@@ -440,6 +440,25 @@ describe('postgres schema.probeColumns', () => {
   });
 });
 
+describe('postgres schema.indexes', () => {
+  it('reads the key columns of each valid index from the catalog, the table resolved as the statements resolve it', () => {
+    expect(statementText(postgres.schema.indexes!.read(minimalFifoLeaseTable.spec))).toEqual({
+      name: 'schema.indexes.read',
+      sql: 'SELECT i.relname AS "index_name", a.attname AS "column_name" FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum WHERE x.indrelid = to_regclass(\'"app"."jobs"\') AND x.indisvalid AND k.ord <= x.indnkeyatts ORDER BY i.relname, k.ord',
+      params: [],
+    });
+    expect(postgres.schema.indexes!.read(minimalLeaseTable.spec).sql).toContain(`to_regclass('"jobs"')`);
+  });
+
+  it('renders the in-work index createTableSql adds, and refuses a table without lockedUntil', () => {
+    expect(postgres.schema.indexes!.renderInWorkIndex(everyRoleLeaseTable.spec)).toBe(
+      'CREATE INDEX "email_jobs_in_work" ON "email_jobs" ("queue", "locked_until") WHERE "locked_until" IS NOT NULL',
+    );
+    expect(postgres.schema.indexes!.renderInWorkIndex(minimalLeaseTable.spec)).toBe('CREATE INDEX "jobs_in_work" ON "jobs" ("locked_until") WHERE "locked_until" IS NOT NULL');
+    expect(() => postgres.schema.indexes!.renderInWorkIndex(everyRoleTable.spec)).toThrow(DeclarationError);
+  });
+});
+
 describe('postgres schema.createTable', () => {
   it('indexes the leases of a FIFO lease table by group, partially: only rows that hold one', () => {
     expect(postgres.schema.createTable(minimalFifoLeaseTable.spec).slice(1)).toEqual([

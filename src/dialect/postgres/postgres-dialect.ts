@@ -42,7 +42,7 @@ import {
 } from '../portable-statements.js';
 import { createDedupeStatements } from '../dedupe-statements.js';
 import { DOUBLE_QUOTE_STYLE, identifier, param, renderStatement, sql, textLiteral, type SqlStyle } from '../quoting.js';
-import { renderPostgresCreateTable } from './postgres-ddl.js';
+import { POSTGRES_INDEX_STATEMENTS, renderPostgresCreateTable } from './postgres-ddl.js';
 import { createPostgresAdvisoryStatements } from './postgres-advisory.js';
 import { renderPostgresSettleMany } from './postgres-lease-settle-many.js';
 import { createPostgresNotifyStatements } from './postgres-notify.js';
@@ -101,6 +101,7 @@ export function createPostgresDialect(): Dialect {
         validatePostgresIdentifiers(spec);
         return renderPostgresCreateTable(spec, tableOptions);
       },
+      indexes: POSTGRES_INDEX_STATEMENTS,
     }),
     validateTable: (spec: TableSpec) => {
       validatePostgresIdentifiers(spec);

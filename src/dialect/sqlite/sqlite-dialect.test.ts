@@ -250,6 +250,25 @@ describe('sqlite schema.probeColumns', () => {
   });
 });
 
+describe('sqlite schema.indexes', () => {
+  it('reads the key columns of each index through the pragma functions, the schema as their last argument', () => {
+    expect(statementText(sqlite.schema.indexes!.read(minimalFifoLeaseTable.spec))).toEqual({
+      name: 'schema.indexes.read',
+      sql: "SELECT l.name AS `index_name`, i.name AS `column_name` FROM pragma_index_list('jobs', 'app') AS l, pragma_index_info(l.name, 'app') AS i ORDER BY l.name, i.seqno",
+      params: [],
+    });
+    expect(sqlite.schema.indexes!.read(minimalLeaseTable.spec).sql).toBe(
+      "SELECT l.name AS `index_name`, i.name AS `column_name` FROM pragma_index_list('jobs') AS l, pragma_index_info(l.name) AS i ORDER BY l.name, i.seqno",
+    );
+  });
+
+  it('renders the in-work index createTableSql adds', () => {
+    expect(sqlite.schema.indexes!.renderInWorkIndex(minimalFifoLeaseTable.spec)).toBe(
+      'CREATE INDEX `app`.`jobs_in_work` ON `jobs` (`queue`, `locked_until`) WHERE `locked_until` IS NOT NULL',
+    );
+  });
+});
+
 describe('sqlite schema.createTable', () => {
   it('indexes the leases of any lease table when asked (inWorkIndex), partially', () => {
     expect(sqlite.schema.createTable(minimalLeaseTable.spec, { inWorkIndex: true }).slice(1)).toEqual([

@@ -39,7 +39,7 @@ import { createDedupeStatements } from '../dedupe-statements.js';
 import { BACKTICK_STYLE, fixedSql, identifier, param, renderStatement, sql, type SqlStyle } from '../quoting.js';
 import { parseDottedVersion, requireVersion, unreadableVersion, type VersionNumber } from '../server-version.js';
 import { createSqliteAdvisoryStatements } from './sqlite-advisory.js';
-import { renderSqliteCreateTable } from './sqlite-ddl.js';
+import { renderSqliteCreateTable, SQLITE_INDEX_STATEMENTS } from './sqlite-ddl.js';
 
 const DATABASE = 'sqlite';
 const style: SqlStyle = { ...BACKTICK_STYLE, clock: SQLITE_CLOCK };
@@ -101,6 +101,7 @@ export function createSqliteDialect(): Dialect {
     schema: Object.freeze({
       probeColumns: (spec: TableSpec) => renderProbeColumns(style, spec),
       createTable: (spec: TableSpec, tableOptions?: CreateTableOptions) => renderSqliteCreateTable(spec, tableOptions),
+      indexes: SQLITE_INDEX_STATEMENTS,
     }),
     validateTable: (spec: TableSpec) => {
       if (spec.form === 'rowLock') refuseRowLock(spec);
