@@ -448,9 +448,15 @@ function registerConcurrencyTests(context: SuiteContext): void {
         // What the handlers saw, for both forms: a lower bound of the rows in work at each moment.
         expect(await mostHandlersAtOnce(context)).toBeLessThanOrEqual(3);
         expect(await countRows(context.db, '(SELECT DISTINCT id FROM effects) AS handled')).toBe(rowCount);
-        // Every replica took a share: the limit is shared, not won by one process.
+        // Over the network a replica's claim after its own settlement takes a round trip, in
+        // which the others' polls find the freed slot, so every replica takes a share. On a SQLite
+        // file that claim follows in microseconds, before any other replica's next poll, so one
+        // process may hold all three slots to the end (a freed slot goes at once to the replica
+        // whose worker freed it, to the others within a poll): the others waiting while rows
+        // waited is the limit holding across processes, as a per-process limit would have let
+        // each of the four take rows.
         const pids = await context.db.query<{ pid: unknown }>('SELECT DISTINCT pid FROM effects');
-        expect(pids.length).toBeGreaterThan(1);
+        if (stand.kind !== 'sqlite') expect(pids.length).toBeGreaterThan(1);
       } finally {
         await driver.close();
         await stopReplicas(replicas);
