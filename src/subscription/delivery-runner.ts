@@ -6,7 +6,7 @@ import type { DeliveryTransaction, HandlerTransaction } from '../delivery/delive
 import { boundLastError, describeRetryRequested, describeThrown } from '../delivery/last-error.js';
 import type { Message } from '../delivery/message.js';
 import { timeoutOfHeaders } from '../delivery/message-timeout.js';
-import { isOutcome, retryDelayProblem, type Outcome } from '../delivery/outcome.js';
+import { isOutcome, Outcome, retryDelayProblem } from '../delivery/outcome.js';
 import { CancelledError, DeclarationError, DecodeError, HandlerTimeoutError, LeaseLostError } from '../errors.js';
 import { backoffDelayMs } from '../internal/backoff.js';
 import { TestSignal } from '../internal/test-signal.js';
@@ -315,19 +315,21 @@ export class DeliveryRunner {
     abort: AbortController,
     startedAt: number,
   ): Promise<{ readonly settlements: Promise<void> }> {
-    const rows: HeldRow[] = [];
+    // Arrays of their own only when a row fails to decode: most units are one row that decodes.
+    let rows: readonly HeldRow[] = unit;
     const messages: Message<unknown>[] = [];
-    const settlements: Promise<void>[] = [];
+    let decodeFailures: Promise<void>[] | undefined;
     for (const row of unit) {
       try {
         const message = this.#decode(row);
         messages.push(message instanceof Promise ? await message : message);
-        rows.push(row);
       } catch (error) {
         this.counters.decodeFailures += 1;
-        this.#settleAll([row], [this.#decodeFailureOutcome()], { thrown: error, phase: 'decode' }, undefined, settlements, startedAt);
+        rows = rows.filter((kept) => kept !== row);
+        (decodeFailures ??= []).push(this.#settleAll([row], [this.#decodeFailureOutcome()], { thrown: error, phase: 'decode' }, undefined, startedAt));
       }
     }
+    let settlements: Promise<void> | undefined;
     if (messages.length > 0) {
       const span = this.#options.observer.tracing?.startProcess(messages);
       const transaction = rows.length === 1 ? rows[0]!.transaction : undefined;
@@ -338,9 +340,11 @@ export class DeliveryRunner {
           : await this.#callWithTimeout({ rows, messages, slot, transaction, span }, abort, timeoutMs, startedAt);
       this.counters.handled += messages.length;
       this.#signals.handlerEnded.emit(rows);
-      this.#settleAll(rows, outcomes, failure, span, settlements, startedAt);
+      settlements = this.#settleAll(rows, outcomes, failure, span, startedAt);
     }
-    return { settlements: settlements.length === 1 ? settlements[0]! : Promise.all(settlements).then(() => undefined) };
+    if (decodeFailures === undefined) return { settlements: settlements ?? Promise.resolve() };
+    if (settlements !== undefined) decodeFailures.push(settlements);
+    return { settlements: Promise.all(decodeFailures).then(() => undefined) };
   }
 
   /**
@@ -370,8 +374,8 @@ export class DeliveryRunner {
       transaction?.endLoan();
     }
     if (!isBatch || !Array.isArray(returned)) {
-      const outcome: Outcome = isOutcome(returned) ? returned : { kind: 'ack' };
-      return this.#withUsableDelays(messages, messages.map(() => outcome));
+      const outcome = isOutcome(returned) ? returned : Outcome.ack();
+      return this.#withUsableDelays(messages, messages.length === 1 ? [outcome] : messages.map(() => outcome));
     }
     if (returned.length !== messages.length && !this.#hasWarnedBatchLength) {
       this.#hasWarnedBatchLength = true;
@@ -382,7 +386,7 @@ export class DeliveryRunner {
     const outcomes = messages.map((_, index): Outcome => {
       if (index >= returned.length) return { kind: 'retry' };
       const outcome: unknown = returned[index];
-      return isOutcome(outcome) ? outcome : { kind: 'ack' };
+      return isOutcome(outcome) ? outcome : Outcome.ack();
     });
     return this.#withUsableDelays(messages, outcomes);
   }
@@ -533,24 +537,30 @@ export class DeliveryRunner {
   }
 
   /**
-   * Decides each row's settlement and starts it. After a failure the settlements are decided
-   * first and the failure is reported with them, so the report can say when each message comes
-   * back or where it went; when nothing failed, no report is built.
+   * Decides each row's settlement and starts it; the promise ends when every one has ended. After
+   * a failure the settlements are decided first and the failure is reported with them, so the
+   * report can say when each message comes back or where it went; when nothing failed, no report
+   * is built.
    */
   #settleAll(
     rows: readonly HeldRow[],
     outcomes: readonly Outcome[],
     failure: Failure | undefined,
     span: ProcessSpan | undefined,
-    into: Promise<void>[],
     startedAt: number,
-  ): void {
+  ): Promise<void> {
+    if (rows.length === 1 && failure === undefined && !this.#cancelled.has(rows[0]!.id)) {
+      const row = rows[0]!;
+      const outcome = outcomes[0]!;
+      return this.#settle(row, outcome, this.#settlementFor(row, outcome, undefined), span, undefined, startedAt);
+    }
+    const into: Promise<void>[] = [];
     if (this.#cancelled.size > 0 && rows.some((row) => this.#cancelled.has(row.id))) {
       // A cancelled message settles as cancelled whatever the handler returned or threw (most
       // throw the signal's reason), so neither counts nor reports as a failure of its own.
       const kept = rows.flatMap((row, index) => (this.#cancelled.has(row.id) ? [] : [{ row, outcome: outcomes[index]! }]));
       for (const row of rows) if (this.#cancelled.has(row.id)) into.push(this.#settleCancelled(row, span, startedAt));
-      if (kept.length === 0) return;
+      if (kept.length === 0) return Promise.all(into).then(() => undefined);
       rows = kept.map((entry) => entry.row);
       outcomes = kept.map((entry) => entry.outcome);
     }
@@ -558,11 +568,12 @@ export class DeliveryRunner {
       rows.forEach((row, index) =>
         into.push(this.#settle(row, outcomes[index]!, this.#settlementFor(row, outcomes[index]!, undefined), span, undefined, startedAt)),
       );
-      return;
+      return Promise.all(into).then(() => undefined);
     }
     const decided = rows.map((row, index) => this.#settlementFor(row, outcomes[index]!, failure));
     this.#reportFailure(failure, rows, decided);
     rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, decided[index]!, span, failure, startedAt)));
+    return Promise.all(into).then(() => undefined);
   }
 
   #reportFailure(failure: Failure, rows: readonly HeldRow[], decided: readonly Settlement[]): void {
@@ -711,7 +722,8 @@ export class DeliveryRunner {
   }
 
   #settlementFor(row: HeldRow, outcome: Outcome, failure: Failure | undefined): Settlement {
-    if (outcome.kind === 'ack' || outcome.kind === 'drop') return { kind: 'finish', commitsHandlerWrites: outcome.kind === 'ack' };
+    if (outcome.kind === 'ack') return FINISH_ACKED;
+    if (outcome.kind === 'drop') return FINISH_DROPPED;
     const { maxAttempts } = this.#options.options;
     const target = this.#options.deadLetter;
     if (maxAttempts !== undefined && target !== undefined && row.attempt >= maxAttempts) {
@@ -754,6 +766,10 @@ export function describeDestination(target: DeadLetterTarget): string {
   const destination = deadLetterDestination(target);
   return 'group' in destination ? `dead-letter group "${destination.group}"` : `dead-letter table "${destination.table}"`;
 }
+
+/** An ack's and a drop's settlements, shared rather than built for each delivery. */
+const FINISH_ACKED: Settlement = Object.freeze({ kind: 'finish', commitsHandlerWrites: true });
+const FINISH_DROPPED: Settlement = Object.freeze({ kind: 'finish', commitsHandlerWrites: false });
 
 function settledOutcome(settlement: Settlement, outcome: Outcome): SettledOutcome {
   if (settlement.kind === 'finish') return outcome.kind === 'drop' ? 'drop' : 'ack';
