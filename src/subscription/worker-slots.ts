@@ -51,8 +51,8 @@ export class WorkerSlots implements Dispatcher {
 
   /**
    * Runs units on one worker until none waits. A loop rather than a chain of `finally` callbacks
-   * per unit: those allocated about 370 bytes a delivery (sampled heap profile, prefetch drain). The next unit starts before `onIdle`, so a
-   * claim it starts sees the worker busy.
+   * per unit: those allocated about 370 bytes a delivery (sampled heap profile, prefetch drain).
+   * The next unit starts before `onIdle`, so a claim it starts sees the worker busy.
    */
   async #work(first: DeliveryUnit, slot: number): Promise<void> {
     let running = this.#run(first, slot);
@@ -61,7 +61,8 @@ export class WorkerSlots implements Dispatcher {
         await running;
       } catch (error) {
         // A unit's run settles its rows and reports its own errors, so it never rejects; if one
-        // did, the rejection is left unhandled, as it would be without this loop, and the worker goes on.
+        // did, the rejection is left unhandled, as it would be without this loop, and the worker
+        // goes on.
         void Promise.reject(error);
       }
       const next = this.#waiting.shift();
