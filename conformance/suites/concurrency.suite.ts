@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { defineTable, DeclarationError, UnsupportedError, type TableDeclaration } from '../../src/index.js';
+import { defineTable, DeclarationError, UnsupportedError, type Broker, type TableDeclaration } from '../../src/index.js';
 import { advisoryDeclaration } from './advisory-tables.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
 import type { Driver } from '../../src/driver/driver.js';
@@ -303,22 +303,24 @@ function registerConcurrencyTests(context: SuiteContext): void {
   it('perKey: 1 in the lease form: a key whose first row lies past the first thousand claimable rows runs while the one key ahead of it has its only row in work', () =>
     deepKeyRunsPastAFullWindow({ ...jobsDeclaration({ form: 'lease' }), partitionKey: 'customer' }));
 
+  /** The warnings of a broker started with `subscribe`'s subscriptions, then stopped. */
+  const startWarnings = async (subscribe: (broker: Broker) => void): Promise<string[]> => {
+    const broker = createBroker(context.db, context.brokers);
+    const warnings: string[] = [];
+    broker.on('warning', (message) => warnings.push(message));
+    subscribe(broker);
+    await broker.start();
+    await broker.stop();
+    return warnings;
+  };
+
   it('start() warns once when limited lease subscriptions count rows in work on a table without the in-work index, with the CREATE INDEX that adds it; then nothing', async () => {
     const table = defineTable(jobsDeclaration({ form: 'lease' }));
     await createTable(stand, context.db, table);
-    const startWarnings = async (subscribe: (broker: ReturnType<typeof createBroker>) => void) => {
-      const broker = createBroker(context.db, context.brokers);
-      const warnings: string[] = [];
-      broker.on('warning', (message) => warnings.push(message));
-      subscribe(broker);
-      await broker.start();
-      await broker.stop();
-      return warnings;
-    };
     // Unlimited, the claims count nothing: no catalog read to warn from.
     expect(await startWarnings((broker) => broker.subscribe(table.queue('emails'), () => undefined))).toEqual([]);
     // Two limited queues of one table: one warning that names both.
-    const limited = (broker: ReturnType<typeof createBroker>) => {
+    const limited = (broker: Broker) => {
       broker.subscribe(table.queue('emails'), () => undefined, { concurrency: { global: 2 } });
       broker.subscribe(table.queue('texts'), () => undefined, { concurrency: { global: 1 } });
     };
@@ -341,15 +343,7 @@ function registerConcurrencyTests(context: SuiteContext): void {
     const indexStatement = statements.find((statement) => statement.includes('_in_work'));
     expect(indexStatement).toBeDefined();
     for (const statement of statements) if (statement !== indexStatement) await context.db.exec(statement);
-    const subscribe = async () => {
-      const broker = createBroker(context.db, context.brokers);
-      const warnings: string[] = [];
-      broker.on('warning', (message) => warnings.push(message));
-      broker.subscribe(table.queue('emails'), () => undefined);
-      await broker.start();
-      await broker.stop();
-      return warnings;
-    };
+    const subscribe = () => startWarnings((broker) => broker.subscribe(table.queue('emails'), () => undefined));
     const [warning, ...others] = await subscribe();
     expect(others).toEqual([]);
     expect(warning).toContain(`subscription "jobs/emails" counts the rows in work on every claim (FIFO groups: a group's head waits while one of its rows is in work)`);

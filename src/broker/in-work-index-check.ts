@@ -30,7 +30,6 @@ export async function warnOfUnindexedRowsInWork(options: InWorkIndexCheckOptions
   if (statements === undefined) return;
   const byTable = new Map<string, RowsInWorkCounter[]>();
   for (const counter of options.counters) {
-    if (counter.spec.lockedUntil === undefined) continue;
     const counters = byTable.get(counter.spec.qualifiedName) ?? [];
     counters.push(counter);
     byTable.set(counter.spec.qualifiedName, counters);

@@ -342,7 +342,8 @@ export class DeliveryRunner {
       this.#signals.handlerEnded.emit(rows);
       settlements = this.#settleAll(rows, outcomes, failure, span, startedAt);
     }
-    if (decodeFailures === undefined) return { settlements: settlements ?? Promise.resolve() };
+    // Every row either decoded, and is settled with the handler's outcome, or failed to.
+    if (decodeFailures === undefined) return { settlements: settlements! };
     if (settlements !== undefined) decodeFailures.push(settlements);
     return { settlements: Promise.all(decodeFailures).then(() => undefined) };
   }
@@ -560,18 +561,11 @@ export class DeliveryRunner {
       // throw the signal's reason), so neither counts nor reports as a failure of its own.
       const kept = rows.flatMap((row, index) => (this.#cancelled.has(row.id) ? [] : [{ row, outcome: outcomes[index]! }]));
       for (const row of rows) if (this.#cancelled.has(row.id)) into.push(this.#settleCancelled(row, span, startedAt));
-      if (kept.length === 0) return Promise.all(into).then(() => undefined);
       rows = kept.map((entry) => entry.row);
       outcomes = kept.map((entry) => entry.outcome);
     }
-    if (failure === undefined) {
-      rows.forEach((row, index) =>
-        into.push(this.#settle(row, outcomes[index]!, this.#settlementFor(row, outcomes[index]!, undefined), span, undefined, startedAt)),
-      );
-      return Promise.all(into).then(() => undefined);
-    }
     const decided = rows.map((row, index) => this.#settlementFor(row, outcomes[index]!, failure));
-    this.#reportFailure(failure, rows, decided);
+    if (failure !== undefined && rows.length > 0) this.#reportFailure(failure, rows, decided);
     rows.forEach((row, index) => into.push(this.#settle(row, outcomes[index]!, decided[index]!, span, failure, startedAt)));
     return Promise.all(into).then(() => undefined);
   }

@@ -57,14 +57,8 @@ export class WorkerSlots implements Dispatcher {
   async #work(first: DeliveryUnit, slot: number): Promise<void> {
     let running = this.#run(first, slot);
     for (;;) {
-      try {
-        await running;
-      } catch (error) {
-        // A unit's run settles its rows and reports its own errors, so it never rejects; if one
-        // did, the rejection is left unhandled, as it would be without this loop, and the worker
-        // goes on.
-        void Promise.reject(error);
-      }
+      // A unit's run settles its rows and reports its own errors: it never rejects.
+      await running;
       const next = this.#waiting.shift();
       if (next === undefined) {
         this.#inWork -= 1;
