@@ -1,7 +1,6 @@
 import type { DeadLetterTarget, Dialect, LeaseSettleMany, LeaseSettleManyRequest, TableColumns } from '../dialect/dialect.js';
 import { withConnection, withTransaction } from '../driver/connection-scope.js';
 import type { Driver } from '../driver/driver.js';
-import { createDeferred, type Deferred } from '../internal/deferred.js';
 import { bindRepeated, bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { Settlement } from './claim-form.js';
@@ -35,7 +34,8 @@ export type CoalescedAnswer = 'settled' | 'notCarried' | 'failed';
 interface Pending {
   readonly slot: LeaseSlot;
   readonly settlement: Settlement;
-  readonly answer: Deferred<CoalescedAnswer>;
+  /** The settlement's promise's own resolve: no deferred record per settlement (nothing rejects it). */
+  readonly answer: (answer: CoalescedAnswer) => void;
 }
 
 /**
@@ -94,9 +94,8 @@ export class LeaseCoalescedSettlements {
 
   /** Settles the slot's row under its current token together with whatever else arrives in the window. */
   settle(slot: LeaseSlot, settlement: Settlement): Promise<CoalescedAnswer> {
-    const answer = createDeferred<CoalescedAnswer>();
-    this.#coalescer.add(this.#kinds[settlement.kind].window, { slot, settlement, answer });
-    return answer.promise;
+    const window = this.#kinds[settlement.kind].window;
+    return new Promise((answer) => this.#coalescer.add(window, { slot, settlement, answer }));
   }
 
   /** Sends the open windows now, without waiting for their time. */
@@ -118,11 +117,11 @@ export class LeaseCoalescedSettlements {
     try {
       settled = await this.#run(rendered, items);
     } catch {
-      for (const item of items) item.answer.resolve('failed');
+      for (const item of items) item.answer('failed');
       return;
     }
     const ids = new Set(settled.map((row) => String(row[spec.id.column])));
-    for (const item of items) item.answer.resolve(ids.has(item.slot.id) ? 'settled' : 'notCarried');
+    for (const item of items) item.answer(ids.has(item.slot.id) ? 'settled' : 'notCarried');
   }
 
   async #run(rendered: LeaseSettleMany, items: Pending[]): Promise<Record<string, unknown>[]> {
