@@ -86,7 +86,7 @@ export type { PrunedCounts, RetentionStats } from './retention/retainer.js';
 export type { DedupeDeclaration } from './outbox/dedupe.js';
 export { openQueueInspector } from './admin/open-queue-inspector.js';
 export type { InspectorColumnNames, QueueInspectorOptions, RequeueProgress, TableQueueInspector } from './admin/open-queue-inspector.js';
-export type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from './admin/inspection.js';
+export type { DeadLetterLocation, GroupCounts, InWorkIndexState, PeekedRow, QueueInspector, TableInspection } from './admin/inspection.js';
 export { createNatsDestination, NatsDestination } from './outbox/nats/nats-destination.js';
 export type { NatsDestinationOptions, NatsStreamOptions } from './outbox/nats/nats-destination.js';
 export { createRabbitMqDestination, RabbitMqDestination } from './outbox/rabbitmq/rabbitmq-destination.js';

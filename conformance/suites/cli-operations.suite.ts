@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openQueueInspector, Outcome, type Broker } from '../../src/index.js';
+import { openQueueInspector, Outcome, type Broker, type QueueTable } from '../../src/index.js';
 import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
 import { runCliHere } from '../../src/cli/run-cli.fixture.js';
-import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, untilStats } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, formsOf, jobsTable, placeholder, untilStats } from '../fixtures.js';
 import type { SuiteContext } from '../run-conformance.js';
+import type { Stand } from '../stand.js';
 
 /** The installed command, for `stats --watch`, which runs until its process gets Ctrl-C. */
 const CLI = fileURLToPath(new URL('../../src/cli/cli.ts', import.meta.url));
@@ -37,6 +38,7 @@ interface InspectionJson {
   deadLettered: number;
   groups: GroupJson[];
   readers: { heartbeatTable: string; brokers: number; unreadGroups: string[]; reported: unknown[] } | null;
+  unindexedRowsInWork: { groups: (string | null)[]; createIndexSql: string } | null;
 }
 
 /**
@@ -70,6 +72,14 @@ async function fillEveryState(context: SuiteContext): Promise<{ broker: Broker; 
   await untilStats(broker, finished, (stats) => stats.acked === 1, 'the processed row');
   await untilStats(broker, failing, (stats) => stats.deadLettered === 2, 'two dead letters');
   return { broker, release };
+}
+
+/** The statement `createTableSql` adds for `inWorkIndex`, which `stats` gives as the fix. */
+function inWorkIndexSql(stand: Stand, table: QueueTable): string {
+  const plain = new Set(table.createTableSql(stand.ddlDialect));
+  const added = table.createTableSql(stand.ddlDialect, { inWorkIndex: true }).filter((sql) => !plain.has(sql));
+  expect(added).toHaveLength(1);
+  return added[0]!;
 }
 
 function groupOf(inspection: InspectionJson, group: string): GroupJson | undefined {
@@ -133,6 +143,34 @@ export function cliOperationsSuite(context: SuiteContext): void {
         expect(await countRows(context.db, 'jobs')).toBe(0);
       } finally {
         await inspector.close();
+        await driver.close();
+      }
+    });
+
+    it('reads whether an index serves the count of the rows in work, and gives the one to add', async () => {
+      const table = jobsTable({ form: 'lease' });
+      await createTable(stand, context.db, table);
+      const driver = await context.db.openDriver();
+      try {
+        const createIndexSql = inWorkIndexSql(stand, table);
+        const read = async () => {
+          const inspector = await openQueueInspector({ database: driver, table: 'jobs' });
+          try {
+            return await inspector.readInWorkIndex();
+          } finally {
+            await inspector.close();
+          }
+        };
+        expect(await read()).toEqual({ isPresent: false, createIndexSql });
+        await context.db.exec(createIndexSql);
+        expect(await read()).toEqual({ isPresent: true, createIndexSql });
+        if (formsOf(stand).includes('rowLock')) {
+          await createTable(stand, context.db, jobsTable({ form: 'rowLock', name: 'locked_jobs' }));
+          const rowLock = await openQueueInspector({ database: driver, table: 'locked_jobs' });
+          expect(await rowLock.readInWorkIndex()).toBeNull();
+          await rowLock.close();
+        }
+      } finally {
         await driver.close();
       }
     });
@@ -380,8 +418,12 @@ export function cliOperationsSuite(context: SuiteContext): void {
         runCliHere(['stats', ...base, '--json']),
         runCliHere(['stats', ...base]),
       ]);
+      // The fix as given: with the index, the same stats say nothing of it.
+      await context.db.exec(inWorkIndexSql(stand, table));
+      const indexed = await runCliHere(['stats', ...base, '--heartbeat-table', 'tq_brokers', '--json']);
       release();
       await broker.stop();
+      expect((JSON.parse(indexed.stdout) as InspectionJson).unindexedRowsInWork).toBeNull();
 
       for (const result of [json, human, unknownJson, unknownHuman]) {
         expect(result.stderr).toBe('');
@@ -392,7 +434,7 @@ export function cliOperationsSuite(context: SuiteContext): void {
         heartbeatTable: 'tq_brokers',
         brokers: 1,
         unreadGroups: ['emial'],
-        reported: [{ group: 'emails', limits: ['at most 1 in work'], timedOut: 0, cancelled: 0 }],
+        reported: [{ group: 'emails', limits: ['at most 1 in work'], countsRowsInWork: true, timedOut: 0, cancelled: 0 }],
       });
       expect(inspection.groups.map((counts) => [counts.group, counts.ready, counts.unread])).toEqual([
         ['emails', 1, false],
@@ -406,9 +448,17 @@ export function cliOperationsSuite(context: SuiteContext): void {
       );
       expect(human.stdout.match(/unread:/g)).toHaveLength(1);
       expect(human.stdout).toContain('group "emails": at most 1 in work (as its brokers report)');
+      // A lease claim under a limit counts the rows in work, and the fixture's table has no index for it.
+      const createIndexSql = inWorkIndexSql(stand, table);
+      expect(inspection.unindexedRowsInWork).toEqual({ groups: ['emails'], createIndexSql });
+      expect(human.stdout).toContain(
+        'no in-work index: group "emails" counts the rows in work on every claim (a concurrency limit, as its brokers report), ' +
+          `and each count reads the whole table; add the index with: ${createIndexSql}`,
+      );
 
       const unknown = JSON.parse(unknownJson.stdout) as InspectionJson;
       expect(unknown.readers).toBeNull();
+      expect(unknown.unindexedRowsInWork).toBeNull();
       expect(unknown.groups.map((counts) => counts.unread)).toEqual([null, null, null, null]);
       expect(unknownHuman.stdout).not.toContain('unread');
     });

@@ -88,5 +88,19 @@ export interface QueueInspector {
   requeue(options: { ids?: readonly string[]; toGroup?: string }): Promise<number>;
   /** Deletes rows of one group, or every row without `group`, in one statement; returns how many. */
   purge(options?: { group?: string }): Promise<number>;
+  /**
+   * Whether the table has an index that serves the count of its rows in work, which every lease
+   * claim under a concurrency limit (and every claim of a FIFO group) runs. Null on a table
+   * without a lease column, or where the dialect cannot read indexes.
+   */
+  readInWorkIndex(): Promise<InWorkIndexState | null>;
   close(): Promise<void>;
+}
+
+/** What `QueueInspector.readInWorkIndex` found. */
+export interface InWorkIndexState {
+  /** An index leads with the lease column, or with the group column then the lease column. */
+  readonly isPresent: boolean;
+  /** The statement that adds one: what `createTableSql(…, { inWorkIndex: true })` renders. */
+  readonly createIndexSql: string;
 }

@@ -1,3 +1,4 @@
+import { indexColumns, servesRowsInWork } from '../broker/in-work-index-check.js';
 import { openDialect } from '../broker/open-dialect.js';
 import { decodeHeaders } from '../delivery/codec.js';
 import type { Dialect, DeadLetterTarget, TableColumns } from '../dialect/dialect.js';
@@ -14,7 +15,7 @@ import type { Connection, Driver, PoolerMode } from '../driver/driver.js';
 import { DeclarationError, SchemaError, StatementError, UnsupportedError } from '../errors.js';
 import { bindStatement, type ParamValues } from '../statement.js';
 import { parseDeadLetterTable, createTableSpec, type TableDeclaration, type TableSpec } from '../table/table-spec.js';
-import type { DeadLetterLocation, GroupCounts, PeekedRow, QueueInspector, TableInspection } from './inspection.js';
+import type { DeadLetterLocation, GroupCounts, InWorkIndexState, PeekedRow, QueueInspector, TableInspection } from './inspection.js';
 import { DedupeWindowPruner } from '../retention/dedupe-window-pruner.js';
 import { Pruner } from '../retention/pruner.js';
 
@@ -183,6 +184,14 @@ export class TableQueueInspector implements QueueInspector {
       readAt,
       ...(deadLetter === undefined ? {} : { deadLetter: deadLetter.location }),
     };
+  }
+
+  async readInWorkIndex(): Promise<InWorkIndexState | null> {
+    const { driver, dialect, spec } = this.#parts;
+    const statements = dialect.schema.indexes;
+    if (statements === undefined || spec.lockedUntil === undefined) return null;
+    const { rows } = await driver.execute(bindStatement(statements.read(spec), {}));
+    return { isPresent: servesRowsInWork(spec, indexColumns(rows)), createIndexSql: statements.renderInWorkIndex(spec) };
   }
 
   async peek(options: { group?: string; deadLetters?: boolean; limit?: number } = {}): Promise<PeekedRow[]> {

@@ -4,7 +4,7 @@ import { openDialect } from '../broker/open-dialect.js';
 import { QueueControls } from '../broker/queue-controls.js';
 import { WHOLE_TABLE_QUEUE_NAME } from '../dialect/queue-control-statements.js';
 import { BrokerDirectory } from '../dashboard/broker-directory.js';
-import { queueReadersOf, type QueueReaders } from '../dashboard/queue-readers.js';
+import { countsRowsInWork, queueReadersOf, unindexedRowsInWorkOf, type QueueReaders, type UnindexedRowsInWork } from '../dashboard/queue-readers.js';
 import { createDriver } from '../driver/create-driver.js';
 
 /** An inspection with what the brokers' heartbeats say of its queues. */
@@ -12,6 +12,8 @@ export interface InspectionWithReaders extends TableInspection {
   readonly heartbeatTable: string;
   /** Null when the heartbeats cannot tell: no heartbeat table, or no live broker reads the table. */
   readonly readers: QueueReaders | null;
+  /** Queues the brokers report counting their rows in work while no index serves the count; null when none do, or when it cannot be told. */
+  readonly unindexedRowsInWork: UnindexedRowsInWork | null;
   readonly queueControlsTable: string;
   /** What an operator paused (tablequeue pause); null when the queue controls table cannot be read. */
   readonly paused: PausedQueues | null;
@@ -59,7 +61,8 @@ export async function openQueueReadersInspector(
       inspect: async () => {
         const [inspection, brokers, pausedQueues] = await Promise.all([inspector.inspect(), directory.list(), paused()]);
         const readers = queueReadersOf(brokers, inspector.spec, inspection.groups, inspector.deadLetter);
-        return { ...inspection, heartbeatTable, readers, queueControlsTable, paused: pausedQueues };
+        const index = countsRowsInWork(readers) ? await inspector.readInWorkIndex() : null;
+        return { ...inspection, heartbeatTable, readers, unindexedRowsInWork: unindexedRowsInWorkOf(readers, index), queueControlsTable, paused: pausedQueues };
       },
       close: async () => {
         await inspector.close();

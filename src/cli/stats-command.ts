@@ -25,6 +25,10 @@ and only while one of them reads this table: without such a broker nothing is fl
 
 Queues an operator paused (tablequeue pause) are marked "paused", from the queue controls table.
 
+A lease queue whose reporting brokers declare a concurrency limit counts its rows in work on
+every claim; when no index of the table serves that count, a line says so and gives the
+CREATE INDEX that adds one.
+
 ${INSPECTOR_FLAGS_HELP}
   --heartbeat-table NAME    where brokers report the queues they read (default ${DEFAULT_HEARTBEAT_TABLE})
   --queue-controls-table NAME  where pauses are kept (default ${DEFAULT_QUEUE_CONTROLS_TABLE})
@@ -130,6 +134,7 @@ export function inspectionJson(inspection: InspectionWithReaders): Record<string
       paused: isGroupPaused(inspection, counts.group),
     })),
     readers: readers === null ? null : { heartbeatTable: inspection.heartbeatTable, ...readers },
+    unindexedRowsInWork: inspection.unindexedRowsInWork,
     paused: inspection.paused === null ? null : { queueControlsTable: inspection.queueControlsTable, ...inspection.paused },
   };
 }
@@ -145,7 +150,9 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
     `${paint.bold(printable(inspection.table))}  read ${inspection.readAt.toISOString()}  ` +
     `dead letters: ${inspection.deadLettered > 0 ? paint.red(formatCount(inspection.deadLettered)) : '0'}${where}` +
     (inspection.paused?.wholeTable === true ? `  ${paint.yellow('paused: every queue')}` : '');
-  if (inspection.groups.length === 0) return [title, paint.dim('(no rows)'), ...pausedWithoutRowsLines(inspection, paint)];
+  if (inspection.groups.length === 0) {
+    return [title, paint.dim('(no rows)'), ...pausedWithoutRowsLines(inspection, paint), ...unindexedLines(inspection, paint)];
+  }
   const count = (value: number, colour: (text: string) => string) => (value > 0 ? colour(formatCount(value)) : paint.dim('0'));
   const rows = inspection.groups.map((counts: GroupCounts) => [
     (counts.group === null ? '(table)' : printable(counts.group)) + (isGroupPaused(inspection, counts.group) === true ? ` ${paint.yellow('paused')}` : ''),
@@ -169,7 +176,30 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
     rows,
     paint,
   );
-  return [title, ...table, ...unreadLines(inspection, paint), ...reportedLines(inspection, paint), ...pausedWithoutRowsLines(inspection, paint)];
+  return [
+    title,
+    ...table,
+    ...unreadLines(inspection, paint),
+    ...reportedLines(inspection, paint),
+    ...pausedWithoutRowsLines(inspection, paint),
+    ...unindexedLines(inspection, paint),
+  ];
+}
+
+/** The queues whose claims count their rows in work by reading the whole table, and the index that stops it. */
+function unindexedLines(inspection: InspectionWithReaders, paint: Paint): string[] {
+  const unindexed = inspection.unindexedRowsInWork;
+  if (unindexed === null) return [];
+  const names = unindexed.groups.map((group) => (group === null ? 'the table' : `group "${group}"`)).join(', ');
+  const counts = unindexed.groups.length === 1 ? 'counts' : 'count';
+  return [
+    paint.yellow(
+      printable(
+        `no in-work index: ${names} ${counts} the rows in work on every claim (a concurrency limit, as its brokers report), ` +
+          `and each count reads the whole table; add the index with: ${unindexed.createIndexSql}`,
+      ),
+    ),
+  ];
 }
 
 /** What the reporting brokers declare and count per queue: limits, timed-out and cancelled messages. */

@@ -40,10 +40,14 @@ export interface QueueTableView {
     readonly reported: readonly {
       readonly group: string | null;
       readonly limits: readonly string[];
+      /** A reporting lease subscription declares a concurrency limit: its claims count the queue's rows in work. */
+      readonly countsRowsInWork: boolean;
       readonly timedOut: number;
       readonly cancelled: number;
     }[];
   } | null;
+  /** Queues whose claims count their rows in work while no index serves the count, and the index to add; null otherwise. */
+  readonly unindexedRowsInWork: { readonly groups: readonly (string | null)[]; readonly createIndexSql: string } | null;
   /** What an operator paused (`tablequeue pause`, the page): null when the queue controls table cannot be read. */
   readonly paused: PausedView | null;
 }

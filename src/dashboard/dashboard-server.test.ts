@@ -53,6 +53,7 @@ function dataOf(allowActions: boolean, requeues: RequeueRequest[], pauses: Pause
         readAt: 0,
         error: null,
         readers: null,
+        unindexedRowsInWork: null,
         paused: { wholeTable: false, groups: ['emails'] },
       },
     ],

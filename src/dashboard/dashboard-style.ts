@@ -44,6 +44,7 @@ td.zero { color: #b3bac6; }
 .pill[data-alert] { background: #fbeaea; color: var(--bad); }
 .pill[data-paused] { background: #fdf3dc; color: #8a5a00; }
 .error { color: var(--bad); }
+.advice { margin: 8px 0 0; padding: 6px 10px; border-radius: 6px; background: #fdf3dc; color: #5c3d00; font-size: 13px; }
 .nowrap { white-space: nowrap; }
 .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; word-break: break-all; }
 .payload { max-width: 320px; }

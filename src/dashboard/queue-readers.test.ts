@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { GroupCounts } from '../admin/inspection.js';
 import type { BrokerList, BrokerSeen } from './broker-directory.js';
-import { queueReadersOf } from './queue-readers.js';
+import { countsRowsInWork, queueReadersOf, unindexedRowsInWorkOf } from './queue-readers.js';
 
 function broker(id: string, subscriptions: unknown[]): BrokerSeen {
   return { id, host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions };
@@ -37,13 +37,43 @@ describe('queueReadersOf', () => {
 
   it('sums what the reporting subscriptions of each queue declare and count', () => {
     const brokers = list([
-      broker('a', [{ queue: 'jobs/payments', concurrency: { global: 5, perKey: 1 }, timedOut: 2, cancelled: 1 }, { queue: 'jobs/emails' }]),
+      broker('a', [{ queue: 'jobs/payments', form: 'rowLock', concurrency: { global: 5, perKey: 1 }, timedOut: 2, cancelled: 1 }, { queue: 'jobs/emails' }]),
       broker('b', [{ queue: 'jobs/payments', concurrency: { global: 5 }, rate: { limit: 50, perMs: 1_000, key: true }, timedOut: 1, cancelled: 'many' }]),
     ]);
     expect(queueReadersOf(brokers, jobs, [counts('payments', 1)])?.reported).toEqual([
-      { group: 'payments', limits: ['at most 5 in work', 'at most 1 in work per key', 'at most 50 per 1000 ms per key'], timedOut: 3, cancelled: 1 },
-      { group: 'emails', limits: [], timedOut: 0, cancelled: 0 },
+      {
+        group: 'payments',
+        limits: ['at most 5 in work', 'at most 1 in work per key', 'at most 50 per 1000 ms per key'],
+        countsRowsInWork: false,
+        timedOut: 3,
+        cancelled: 1,
+      },
+      { group: 'emails', limits: [], countsRowsInWork: false, timedOut: 0, cancelled: 0 },
     ]);
+  });
+
+  it('tells the queues whose lease claims count their rows in work, and names them while no index serves the count', () => {
+    const brokers = list([
+      broker('a', [{ queue: 'jobs/payments', form: 'lease', concurrency: { global: 5 } }, { queue: 'jobs/emails', form: 'lease' }]),
+      // The row lock form holds its limit with slot rows: it counts nothing.
+      broker('b', [{ queue: 'jobs/reports', form: 'rowLock', concurrency: { global: 2 } }, { queue: 'jobs/payments', form: 'lease' }]),
+    ]);
+    const readers = queueReadersOf(brokers, jobs, [counts('payments', 1)]);
+    expect(readers?.reported.map((queue) => [queue.group, queue.countsRowsInWork])).toEqual([
+      ['payments', true],
+      ['emails', false],
+      ['reports', false],
+    ]);
+    expect(countsRowsInWork(readers)).toBe(true);
+    const createIndexSql = 'CREATE INDEX jobs_in_work ON jobs (queue, locked_until)';
+    expect(unindexedRowsInWorkOf(readers, { isPresent: false, createIndexSql })).toEqual({ groups: ['payments'], createIndexSql });
+    expect(unindexedRowsInWorkOf(readers, { isPresent: true, createIndexSql })).toBeNull();
+    expect(unindexedRowsInWorkOf(readers, null)).toBeNull();
+    expect(unindexedRowsInWorkOf(null, { isPresent: false, createIndexSql })).toBeNull();
+
+    const uncounted = queueReadersOf(list([broker('a', [{ queue: 'jobs/emails', form: 'lease', concurrency: null }])]), jobs, []);
+    expect(countsRowsInWork(uncounted)).toBe(false);
+    expect(unindexedRowsInWorkOf(uncounted, { isPresent: false, createIndexSql })).toBeNull();
   });
 
   it('cannot tell without a heartbeat table or a reporting broker that reads the table', () => {

@@ -1,4 +1,4 @@
-import type { DeadLetterLocation, GroupCounts } from '../admin/inspection.js';
+import type { DeadLetterLocation, GroupCounts, InWorkIndexState } from '../admin/inspection.js';
 import type { BrokerList } from './broker-directory.js';
 
 /** Which queues of one table the live brokers read, as their heartbeats say. */
@@ -22,8 +22,38 @@ export interface ReportedQueue {
   /** `null`: the whole table (it has no group column). */
   readonly group: string | null;
   readonly limits: readonly string[];
+  /**
+   * A reporting lease subscription declares `concurrency`, so each of its claims counts the
+   * queue's rows in work (the row lock form counts with slot rows instead).
+   */
+  readonly countsRowsInWork: boolean;
   readonly timedOut: number;
   readonly cancelled: number;
+}
+
+/** Queues whose claims count their rows in work while the table has no index for the count. */
+export interface UnindexedRowsInWork {
+  /** The queues, in the order `reported` has them; `null` stands for a table without groups. */
+  readonly groups: readonly (string | null)[];
+  /** The statement that adds the in-work index. */
+  readonly createIndexSql: string;
+}
+
+/**
+ * The reported queues that count their rows in work, when `index` says the table has no index
+ * for it: each such count reads the whole table (49 ms a claim at 1,000,000 rows on PostgreSQL
+ * against 0.05 ms with the index; docs/benchmarks.md, "Rows in work under a limit"). Null when no
+ * queue counts, the index is there, or either cannot be told.
+ */
+export function unindexedRowsInWorkOf(readers: QueueReaders | null, index: InWorkIndexState | null): UnindexedRowsInWork | null {
+  if (readers === null || index === null || index.isPresent) return null;
+  const groups = readers.reported.filter((queue) => queue.countsRowsInWork).map((queue) => queue.group);
+  return groups.length === 0 ? null : { groups, createIndexSql: index.createIndexSql };
+}
+
+/** Whether any reported queue counts its rows in work, so that the table's indexes are worth a read. */
+export function countsRowsInWork(readers: QueueReaders | null): boolean {
+  return readers !== null && readers.reported.some((queue) => queue.countsRowsInWork);
 }
 
 /**
@@ -43,7 +73,7 @@ export function queueReadersOf(
   if (list.problem !== null) return null;
   let brokers = 0;
   const readGroups = new Set<string | null>();
-  const reported = new Map<string | null, { limits: Set<string>; timedOut: number; cancelled: number }>();
+  const reported = new Map<string | null, { limits: Set<string>; countsRowsInWork: boolean; timedOut: number; cancelled: number }>();
   const deadLetterGroups = new Set<string>();
   if (deadLetter?.kind === 'group') deadLetterGroups.add(deadLetter.group);
   for (const broker of list.brokers) {
@@ -53,8 +83,9 @@ export function queueReadersOf(
       if (read === undefined || !isSameTable(read.table, table)) continue;
       readsTable = true;
       readGroups.add(read.group);
-      const queue = reported.get(read.group) ?? { limits: new Set<string>(), timedOut: 0, cancelled: 0 };
+      const queue = reported.get(read.group) ?? { limits: new Set<string>(), countsRowsInWork: false, timedOut: 0, cancelled: 0 };
       for (const limit of read.limits) queue.limits.add(limit);
+      queue.countsRowsInWork ||= read.countsRowsInWork;
       queue.timedOut += read.timedOut;
       queue.cancelled += read.cancelled;
       reported.set(read.group, queue);
@@ -72,7 +103,13 @@ export function queueReadersOf(
   return {
     brokers,
     unreadGroups,
-    reported: [...reported].map(([group, queue]) => ({ group, limits: [...queue.limits], timedOut: queue.timedOut, cancelled: queue.cancelled })),
+    reported: [...reported].map(([group, queue]) => ({
+      group,
+      limits: [...queue.limits],
+      countsRowsInWork: queue.countsRowsInWork,
+      timedOut: queue.timedOut,
+      cancelled: queue.cancelled,
+    })),
   };
 }
 
@@ -82,6 +119,7 @@ interface SubscriptionRead {
   readonly group: string | null;
   readonly deadLetter: string | undefined;
   readonly limits: readonly string[];
+  readonly countsRowsInWork: boolean;
   readonly timedOut: number;
   readonly cancelled: number;
 }
@@ -93,7 +131,14 @@ interface SubscriptionRead {
  */
 function readOf(subscription: unknown): SubscriptionRead | undefined {
   if (subscription === null || typeof subscription !== 'object') return undefined;
-  const { queue, deadLetter, timedOut, cancelled } = subscription as { queue?: unknown; deadLetter?: unknown; timedOut?: unknown; cancelled?: unknown };
+  const { queue, form, concurrency, deadLetter, timedOut, cancelled } = subscription as {
+    queue?: unknown;
+    form?: unknown;
+    concurrency?: unknown;
+    deadLetter?: unknown;
+    timedOut?: unknown;
+    cancelled?: unknown;
+  };
   if (typeof queue !== 'string') return undefined;
   const slash = queue.indexOf('/');
   const qualified = slash === -1 ? queue : queue.slice(0, slash);
@@ -103,6 +148,7 @@ function readOf(subscription: unknown): SubscriptionRead | undefined {
     group: slash === -1 ? null : queue.slice(slash + 1),
     deadLetter: typeof deadLetter === 'string' ? deadLetter : undefined,
     limits: limitsOf(subscription),
+    countsRowsInWork: form === 'lease' && typeof concurrency === 'object' && concurrency !== null,
     timedOut: typeof timedOut === 'number' ? timedOut : 0,
     cancelled: typeof cancelled === 'number' ? cancelled : 0,
   };

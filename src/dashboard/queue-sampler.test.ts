@@ -20,6 +20,7 @@ function scriptedInspector(rounds: { groups: GroupCounts[]; deadLettered?: numbe
     peek: () => Promise.resolve([]),
     requeue: () => Promise.resolve(0),
     purge: () => Promise.resolve(0),
+    readInWorkIndex: () => Promise.resolve(null),
     close: () => Promise.resolve(),
   };
 }
@@ -140,5 +141,36 @@ describe('QueueSampler', () => {
     expect(sampler.snapshots()[0]!.error).toBe('connection refused');
     expect(sampler.history()).toEqual([]);
     expect(errors).toEqual(['jobs']);
+  });
+
+  it('reads the indexes of a table only while a reporting lease broker counts rows in work on it', async () => {
+    const createIndexSql = 'CREATE INDEX jobs_in_work ON jobs (queue, locked_until)';
+    let indexReads = 0;
+    const inspector: QueueInspector = {
+      ...scriptedInspector([{ groups: [counts('payments', 4)] }]),
+      readInWorkIndex: () => {
+        indexReads += 1;
+        return Promise.resolve({ isPresent: false, createIndexSql });
+      },
+    };
+    let subscriptions: unknown[] = [{ queue: 'jobs/payments', form: 'lease' }];
+    const sampler = new QueueSampler({
+      tables: [{ table: 'jobs', deadLetter: undefined, inspector }],
+      intervalMs: 60_000,
+      historySize: 10,
+      onError: () => undefined,
+      readBrokers: () =>
+        Promise.resolve({
+          ...NO_BROKERS,
+          brokers: [{ id: 'a', host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions }],
+        }),
+    });
+    await sampler.refresh();
+    expect(sampler.snapshots()[0]!.unindexedRowsInWork).toBeNull();
+    expect(indexReads).toBe(0);
+    subscriptions = [{ queue: 'jobs/payments', form: 'lease', concurrency: { global: 2 } }];
+    await sampler.refresh();
+    expect(sampler.snapshots()[0]!.unindexedRowsInWork).toEqual({ groups: ['payments'], createIndexSql });
+    expect(indexReads).toBe(1);
   });
 });

@@ -5,7 +5,7 @@ import { abortableSleep } from '../internal/abortable-sleep.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import type { BrokerList } from './broker-directory.js';
 import type { ThroughputPoint } from './dashboard-api.js';
-import { queueReadersOf, type QueueReaders } from './queue-readers.js';
+import { countsRowsInWork, queueReadersOf, unindexedRowsInWorkOf, type QueueReaders, type UnindexedRowsInWork } from './queue-readers.js';
 
 /** One inspected table as the dashboard needs it. */
 export interface WatchedTable {
@@ -26,6 +26,8 @@ export interface TableSnapshot {
   readonly error: string | null;
   /** The queues the reporting brokers leave unread; null when the heartbeats cannot tell (see `queueReadersOf`). */
   readonly readers: QueueReaders | null;
+  /** Queues the brokers report counting their rows in work while no index serves the count; null when none do, or when it cannot be told. */
+  readonly unindexedRowsInWork: UnindexedRowsInWork | null;
 }
 
 /** The first dead letters of one table, as the latest round read them. */
@@ -99,6 +101,7 @@ export class QueueSampler {
         readAt: null,
         error: null,
         readers: null,
+        unindexedRowsInWork: null,
       });
       this.#deadLetters.set(watched.table, { table: watched.table, deadLetter: watched.deadLetter ?? null, rows: [], error: null });
     }
@@ -197,7 +200,7 @@ export class QueueSampler {
         continue;
       }
       const snapshot = snapshotOf(watched, read.inspection, this.#seenGroupsOf(watched.table), this.#brokers);
-      this.#snapshots.set(watched.table, snapshot);
+      this.#snapshots.set(watched.table, { ...snapshot, unindexedRowsInWork: await this.#unindexedRowsInWork(watched, snapshot.readers) });
       const totals = totalsOf(snapshot, read.inspection);
       at = totals.at;
       depth += totals.depth;
@@ -214,6 +217,17 @@ export class QueueSampler {
     const drained = Math.max(drainedPerSecond, reportedPerSecond);
     this.#history.push({ at, depth, drainedPerSecond: Math.round(drained * 10) / 10 });
     if (this.#history.length > this.#options.historySize) this.#history.splice(0, this.#history.length - this.#options.historySize);
+  }
+
+  /** The table's indexes are read only while a reporting broker counts rows in work on it; a failed read tells nothing. */
+  async #unindexedRowsInWork(watched: WatchedTable, readers: QueueReaders | null): Promise<UnindexedRowsInWork | null> {
+    if (!countsRowsInWork(readers)) return null;
+    try {
+      return unindexedRowsInWorkOf(readers, await watched.inspector.readInWorkIndex());
+    } catch (error) {
+      this.#options.onError(error, watched.table);
+      return null;
+    }
   }
 
   /** Reads the schedules and keeps them; the listing answers a failed read as its problem, never a throw. */
@@ -281,6 +295,7 @@ function snapshotOf(
     readAt: inspection.readAt.getTime(),
     error: null,
     readers: brokers === null ? null : queueReadersOf(brokers, parseQualifiedName(watched.table, 'table'), groups, watched.deadLetter),
+    unindexedRowsInWork: null,
   };
 }
 

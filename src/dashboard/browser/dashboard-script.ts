@@ -251,7 +251,19 @@ function queueCard(table: QueueTableView, config: DashboardConfig): HTMLDivEleme
           ),
           el('tbody', null, rows),
         ]);
-  return el('div', { class: 'card', 'data-table': table.table }, [head, grid]);
+  return el('div', { class: 'card', 'data-table': table.table }, [head, grid, unindexedNote(table)]);
+}
+
+/** Queues whose claims count their rows in work by reading the whole table, and the index that stops it. */
+function unindexedNote(table: QueueTableView): HTMLParagraphElement | null {
+  const unindexed = table.unindexedRowsInWork;
+  if (unindexed === null) return null;
+  const names = unindexed.groups.map((group) => (group === null ? 'the table' : group)).join(', ');
+  return el('p', { class: 'advice', 'data-unindexed': true }, [
+    `No in-work index: ${names} ${unindexed.groups.length === 1 ? 'counts' : 'count'} the rows in work on every claim `,
+    '(a concurrency limit, as its brokers report), and each count reads the whole table. Add the index: ',
+    el('span', { class: 'mono' }, unindexed.createIndexSql),
+  ]);
 }
 
 function renderQueues(body: QueuesBody, config: DashboardConfig): void {
