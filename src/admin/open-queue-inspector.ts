@@ -1,4 +1,4 @@
-import { indexColumns, servesRowsInWork } from '../broker/in-work-index-check.js';
+import { servesRowsInWork } from '../broker/in-work-index-check.js';
 import { openDialect } from '../broker/open-dialect.js';
 import { decodeHeaders } from '../delivery/codec.js';
 import type { Dialect, DeadLetterTarget, TableColumns } from '../dialect/dialect.js';
@@ -8,6 +8,7 @@ import {
   type InspectionStatements,
   type RequeueSteps,
 } from '../dialect/inspection-statements.js';
+import { indexColumnsOf } from '../dialect/index-read.js';
 import { LAST_ERROR_HEADER } from '../dialect/last-error-header.js';
 import { withTransaction } from '../driver/connection-scope.js';
 import { createDriver, refusePoolerOffPostgres } from '../driver/create-driver.js';
@@ -191,7 +192,7 @@ export class TableQueueInspector implements QueueInspector {
     const statements = dialect.schema.indexes;
     if (statements === undefined || spec.lockedUntil === undefined) return null;
     const { rows } = await driver.execute(bindStatement(statements.read(spec), {}));
-    return { isPresent: servesRowsInWork(spec, indexColumns(rows)), createIndexSql: statements.renderInWorkIndex(spec) };
+    return { isPresent: servesRowsInWork(spec, indexColumnsOf(rows)), createIndexSql: statements.renderInWorkIndex(spec) };
   }
 
   async peek(options: { group?: string; deadLetters?: boolean; limit?: number } = {}): Promise<PeekedRow[]> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { everyRoleLeaseTable, minimalLeaseTable } from '../dialect/test-tables.fixture.js';
-import { indexColumns, servesRowsInWork } from './in-work-index-check.js';
+import { servesRowsInWork } from './in-work-index-check.js';
 
 const grouped = everyRoleLeaseTable.spec;
 const ungrouped = minimalLeaseTable.spec;
@@ -26,16 +26,5 @@ describe('servesRowsInWork', () => {
 
   it('compares column names without case, as MySQL, MariaDB and SQLite name them', () => {
     expect(servesRowsInWork(grouped, indexes({ upper: ['QUEUE', 'Locked_Until'] }))).toBe(true);
-  });
-});
-
-describe('indexColumns', () => {
-  it('groups the rows by index, keeping the key columns in order and expressions as null', () => {
-    const rows = [
-      { index_name: 'a', column_name: 'queue' },
-      { index_name: 'a', column_name: 'locked_until' },
-      { index_name: 'b', column_name: null },
-    ];
-    expect(indexColumns(rows)).toEqual(indexes({ a: ['queue', 'locked_until'], b: [null] }));
   });
 });

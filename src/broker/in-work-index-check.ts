@@ -1,5 +1,5 @@
 import type { Dialect } from '../dialect/dialect.js';
-import { COLUMN_COLUMN, INDEX_COLUMN } from '../dialect/dedupe-statements.js';
+import { indexColumnsOf } from '../dialect/index-read.js';
 import type { Driver } from '../driver/driver.js';
 import { bindStatement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -37,22 +37,9 @@ export async function warnOfUnindexedRowsInWork(options: InWorkIndexCheckOptions
   for (const counters of byTable.values()) {
     const spec = counters[0]!.spec;
     const { rows } = await options.driver.execute(bindStatement(statements.read(spec), {}));
-    if (servesRowsInWork(spec, indexColumns(rows))) continue;
+    if (servesRowsInWork(spec, indexColumnsOf(rows))) continue;
     options.onWarning(unindexedWarning(spec, counters, statements.renderInWorkIndex(spec)));
   }
-}
-
-/** Each index's key columns in order (null for an expression), from rows ordered by index and position. */
-export function indexColumns(rows: readonly Record<string, unknown>[]): Map<string, (string | null)[]> {
-  const indexes = new Map<string, (string | null)[]>();
-  for (const row of rows) {
-    const name = String(row[INDEX_COLUMN]);
-    const column = row[COLUMN_COLUMN];
-    const columns = indexes.get(name) ?? [];
-    columns.push(column === null || column === undefined ? null : String(column));
-    indexes.set(name, columns);
-  }
-  return indexes;
 }
 
 /**

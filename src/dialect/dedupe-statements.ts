@@ -5,6 +5,7 @@
  * replace a waiting row's values.
  */
 import { DeclarationError } from '../errors.js';
+import { COLUMN_COLUMN, INDEX_COLUMN } from './index-read.js';
 import type { Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 import { requireLeaseColumn, tableOf } from './claim-clauses.js';
@@ -52,9 +53,6 @@ export interface DedupeStatements {
    */
   uniqueIndexes?(spec: TableSpec): Statement;
 }
-
-export const INDEX_COLUMN = 'index_name';
-export const COLUMN_COLUMN = 'column_name';
 
 export function requireDedupeKeyColumn(spec: TableSpec): string {
   if (spec.dedupeKey === undefined) {

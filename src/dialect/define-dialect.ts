@@ -5,7 +5,8 @@
 import { DeclarationError } from '../errors.js';
 import { ADVISORY_CONFIRMED_COLUMN, ADVISORY_KEY_COLUMN, type AdvisoryStatements } from './advisory-statements.js';
 import { createDialect } from './create-dialect.js';
-import { COLUMN_COLUMN, HELD_KEY_COLUMN, IN_WORK_COLUMN, INDEX_COLUMN, type DedupeStatements } from './dedupe-statements.js';
+import { HELD_KEY_COLUMN, IN_WORK_COLUMN, type DedupeStatements } from './dedupe-statements.js';
+import { COLUMN_COLUMN, INDEX_COLUMN } from './index-read.js';
 import { DIALECT_GROUPS, DIALECT_MEMBERS, type DialectGroup } from './dialect-renderings.js';
 import {
   GROUP_GUARD_COLUMN,

@@ -8,7 +8,8 @@
  * Each step is one statement that is right on its own, so without a transaction nothing is left
  * half done: a crash after a key was taken off a row in work only lets the next publish in.
  */
-import { COLUMN_COLUMN, HELD_KEY_COLUMN, INDEX_COLUMN, IN_WORK_COLUMN } from '../dialect/dedupe-statements.js';
+import { HELD_KEY_COLUMN, IN_WORK_COLUMN } from '../dialect/dedupe-statements.js';
+import { indexColumnsOf } from '../dialect/index-read.js';
 import type { Dialect } from '../dialect/dialect.js';
 import type { Connection, QueryResult } from '../driver/driver.js';
 import { DeclarationError, DedupeContendedError, SchemaError, StatementError, UnsupportedError } from '../errors.js';
@@ -192,15 +193,10 @@ export async function requireKeyIndex(
   const statement = dialect.dedupe.uniqueIndexes?.(spec);
   if (statement === undefined) return;
   const result = await run(bindStatement(statement, {}));
-  const indexes = new Map<string, Set<string>>();
-  for (const row of result.rows) {
-    const name = String(row[INDEX_COLUMN]);
-    const columns = indexes.get(name) ?? new Set<string>();
-    columns.add(String(row[COLUMN_COLUMN]));
-    indexes.set(name, columns);
-  }
   const wanted = [spec.group?.column, spec.dedupeKey].filter((column) => column !== undefined);
-  const covered = [...indexes.values()].some((columns) => columns.size === wanted.length && wanted.every((column) => columns.has(column)));
+  const covered = [...indexColumnsOf(result.rows).values()].some(
+    (columns) => columns.length === wanted.length && wanted.every((column) => columns.includes(column)),
+  );
   if (!covered) throw keyIndexSchemaError(dialect, spec, undefined);
 }
 

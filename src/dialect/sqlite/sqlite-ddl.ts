@@ -2,7 +2,7 @@ import type { TableSpec } from '../../table/table-spec.js';
 import type { Statement } from '../../statement.js';
 import type { CreateTableOptions, IndexStatements } from '../dialect.js';
 import { tableOf } from '../claim-clauses.js';
-import { COLUMN_COLUMN, INDEX_COLUMN } from '../dedupe-statements.js';
+import { COLUMN_COLUMN, INDEX_COLUMN } from '../index-read.js';
 import { BACKTICK_STYLE, identifier, renderDdl, renderStatement, sql, textLiteral } from '../quoting.js';
 import { claimOrderIndex, columnDefinitions, dedupeKeyIndex, inWorkIndex, requireInWorkIndex, type ColumnTypes } from '../table-ddl.js';
 
