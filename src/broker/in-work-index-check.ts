@@ -2,13 +2,14 @@ import type { Dialect } from '../dialect/dialect.js';
 import { indexColumnsOf } from '../dialect/index-read.js';
 import type { Driver } from '../driver/driver.js';
 import { bindStatement } from '../statement.js';
+import type { RowsInWorkReason } from '../subscription/subscription.js';
 import type { TableSpec } from '../table/table-spec.js';
 
 /** A subscription whose lease claims count its queue's rows in work, and what makes them count. */
 export interface RowsInWorkCounter {
   readonly subscription: string;
   readonly spec: TableSpec;
-  readonly reason: 'concurrency' | 'fifo';
+  readonly reason: RowsInWorkReason;
 }
 
 export interface InWorkIndexCheckOptions {

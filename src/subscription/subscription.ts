@@ -35,6 +35,9 @@ import { DEFAULT_RATE_LIMITS_TABLE, parseRateLimitsTable, type RateLimitsTable }
  */
 export const STOP_ABANDON_GRACE_MS = 1_000;
 
+/** Why a lease subscription's claims count its queue's rows in work (`Subscription.countsRowsInWork`). */
+export type RowsInWorkReason = 'concurrency' | 'fifo';
+
 /** Counters a person can act on, per subscription. */
 export interface SubscriptionStats {
   readonly queue: string;
@@ -164,7 +167,7 @@ export class Subscription {
    * What makes its lease claims count the queue's rows in work, `group = ? AND locked_until > ?`:
    * a concurrency limit, or FIFO groups; undefined when they count nothing (other forms, no limit).
    */
-  get countsRowsInWork(): 'concurrency' | 'fifo' | undefined {
+  get countsRowsInWork(): RowsInWorkReason | undefined {
     const spec = this.queue.table.spec;
     if (spec.lockedUntil === undefined) return undefined;
     if (this.#options.concurrency !== undefined) return 'concurrency';
