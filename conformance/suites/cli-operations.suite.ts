@@ -38,7 +38,7 @@ interface InspectionJson {
   deadLettered: number;
   groups: GroupJson[];
   readers: { heartbeatTable: string; brokers: number; unreadGroups: string[]; reported: unknown[] } | null;
-  unindexedRowsInWork: { groups: (string | null)[]; createIndexSql: string } | null;
+  unindexedRowsInWork: { queues: { group: string | null; reason: string }[]; createIndexSql: string } | null;
 }
 
 /**
@@ -434,7 +434,7 @@ export function cliOperationsSuite(context: SuiteContext): void {
         heartbeatTable: 'tq_brokers',
         brokers: 1,
         unreadGroups: ['emial'],
-        reported: [{ group: 'emails', limits: ['at most 1 in work'], countsRowsInWork: true, timedOut: 0, cancelled: 0 }],
+        reported: [{ group: 'emails', limits: ['at most 1 in work'], countsRowsInWork: 'concurrency', timedOut: 0, cancelled: 0 }],
       });
       expect(inspection.groups.map((counts) => [counts.group, counts.ready, counts.unread])).toEqual([
         ['emails', 1, false],
@@ -450,9 +450,9 @@ export function cliOperationsSuite(context: SuiteContext): void {
       expect(human.stdout).toContain('group "emails": at most 1 in work (as its brokers report)');
       // A lease claim under a limit counts the rows in work, and the fixture's table has no index for it.
       const createIndexSql = inWorkIndexSql(stand, table);
-      expect(inspection.unindexedRowsInWork).toEqual({ groups: ['emails'], createIndexSql });
+      expect(inspection.unindexedRowsInWork).toEqual({ queues: [{ group: 'emails', reason: 'concurrency' }], createIndexSql });
       expect(human.stdout).toContain(
-        'no in-work index: group "emails" counts the rows in work on every claim (a concurrency limit, as its brokers report), ' +
+        'no in-work index: group "emails" (a concurrency limit) counts the rows in work on every claim, as its brokers report, ' +
           `and each count reads the whole table; add the index with: ${createIndexSql}`,
       );
 

@@ -126,7 +126,7 @@ export function dashboardSuite(context: SuiteContext): void {
       expect(await page.locator('[data-table="jobs"] tr[data-queue="dead"]').count()).toBe(0);
       // "bulk" is read under a concurrency limit, and the table was made without the in-work index.
       const advice = await page.locator('[data-table="jobs"] [data-unindexed]').textContent();
-      expect(advice).toContain('No in-work index: bulk counts the rows in work on every claim');
+      expect(advice).toContain('No in-work index: bulk (a concurrency limit) counts the rows in work on every claim');
       expect(advice).toContain(table.createTableSql(stand.ddlDialect, { inWorkIndex: true }).at(-1)!);
       // Text from the database is shown as text: the markup in it never becomes elements.
       await waitForText(page, '[data-dead-table="jobs"] tr[data-dead-id] [data-last-error]', 'smtp refused <1>');
@@ -406,7 +406,7 @@ function dashboardReadsSuite(context: SuiteContext): void {
         expect(queues.readers).toEqual({
           brokers: 1,
           unreadGroups: ['emial'],
-          reported: [{ group: 'emails', limits: [], countsRowsInWork: false, timedOut: 0, cancelled: 0 }],
+          reported: [{ group: 'emails', limits: [], countsRowsInWork: null, timedOut: 0, cancelled: 0 }],
         });
         expect(queues.groups.map((group) => [group.group, group.ready])).toEqual([['emial', 2]]);
         expect((await queuesOf(unreported.url)).readers).toBeNull();

@@ -343,7 +343,11 @@ export class Broker extends EventEmitter<BrokerEvents> {
           database: dialect.name,
           options: heartbeat,
           subscriptions: () =>
-            [...this.#subscriptions.values()].map((subscription) => ({ ...subscription.stats(), deadLetter: subscription.deadLetter ?? null })),
+            [...this.#subscriptions.values()].map((subscription) => ({
+              ...subscription.stats(),
+              deadLetter: subscription.deadLetter ?? null,
+              countsRowsInWork: subscription.countsRowsInWork ?? null,
+            })),
           onError: (error, detail) => this.#reportError(error, detail),
         });
       }

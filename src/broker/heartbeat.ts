@@ -14,7 +14,7 @@ import { DeclarationError } from '../errors.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { bindStatement } from '../statement.js';
 import { parseQualifiedName } from '../table/identifier.js';
-import type { SubscriptionStats } from '../subscription/subscription.js';
+import type { RowsInWorkReason, SubscriptionStats } from '../subscription/subscription.js';
 
 /**
  * Opt-in: the broker writes one row about itself to a heartbeat table every interval and deletes
@@ -61,6 +61,8 @@ export function resolveHeartbeatOptions(options: HeartbeatOptions | undefined): 
 export interface HeartbeatSubscription extends SubscriptionStats {
   /** The subscription's `deadLetter` option: a group of the table or a table; null without one. */
   readonly deadLetter: string | null;
+  /** Why its lease claims count the queue's rows in work (a concurrency limit, FIFO groups); null when they count nothing. */
+  readonly countsRowsInWork: RowsInWorkReason | null;
 }
 
 export interface HeartbeatStartOptions {

@@ -25,9 +25,9 @@ and only while one of them reads this table: without such a broker nothing is fl
 
 Queues an operator paused (tablequeue pause) are marked "paused", from the queue controls table.
 
-A lease queue whose reporting brokers declare a concurrency limit counts its rows in work on
-every claim; when no index of the table serves that count, a line says so and gives the
-CREATE INDEX that adds one.
+A lease queue whose reporting brokers declare a concurrency limit (or read FIFO groups) counts
+its rows in work on every claim; when no index of the table serves that count, a line says so
+and gives the CREATE INDEX that adds one.
 
 ${INSPECTOR_FLAGS_HELP}
   --heartbeat-table NAME    where brokers report the queues they read (default ${DEFAULT_HEARTBEAT_TABLE})
@@ -190,12 +190,14 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
 function unindexedLines(inspection: InspectionWithReaders, paint: Paint): string[] {
   const unindexed = inspection.unindexedRowsInWork;
   if (unindexed === null) return [];
-  const names = unindexed.groups.map((group) => (group === null ? 'the table' : `group "${group}"`)).join(', ');
-  const counts = unindexed.groups.length === 1 ? 'counts' : 'count';
+  const names = unindexed.queues
+    .map(({ group, reason }) => `${group === null ? 'the table' : `group "${group}"`} (${reason === 'concurrency' ? 'a concurrency limit' : 'FIFO groups'})`)
+    .join(', ');
+  const counts = unindexed.queues.length === 1 ? 'counts' : 'count';
   return [
     paint.yellow(
       printable(
-        `no in-work index: ${names} ${counts} the rows in work on every claim (a concurrency limit, as its brokers report), ` +
+        `no in-work index: ${names} ${counts} the rows in work on every claim, as its brokers report, ` +
           `and each count reads the whole table; add the index with: ${unindexed.createIndexSql}`,
       ),
     ),

@@ -40,14 +40,17 @@ export interface QueueTableView {
     readonly reported: readonly {
       readonly group: string | null;
       readonly limits: readonly string[];
-      /** A reporting lease subscription declares a concurrency limit: its claims count the queue's rows in work. */
-      readonly countsRowsInWork: boolean;
+      /** Why a reporting lease subscription's claims count the queue's rows in work; null when none does. */
+      readonly countsRowsInWork: 'concurrency' | 'fifo' | null;
       readonly timedOut: number;
       readonly cancelled: number;
     }[];
   } | null;
   /** Queues whose claims count their rows in work while no index serves the count, and the index to add; null otherwise. */
-  readonly unindexedRowsInWork: { readonly groups: readonly (string | null)[]; readonly createIndexSql: string } | null;
+  readonly unindexedRowsInWork: {
+    readonly queues: readonly { readonly group: string | null; readonly reason: 'concurrency' | 'fifo' }[];
+    readonly createIndexSql: string;
+  } | null;
   /** What an operator paused (`tablequeue pause`, the page): null when the queue controls table cannot be read. */
   readonly paused: PausedView | null;
 }

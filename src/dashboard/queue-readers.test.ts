@@ -44,34 +44,53 @@ describe('queueReadersOf', () => {
       {
         group: 'payments',
         limits: ['at most 5 in work', 'at most 1 in work per key', 'at most 50 per 1000 ms per key'],
-        countsRowsInWork: false,
+        countsRowsInWork: null,
         timedOut: 3,
         cancelled: 1,
       },
-      { group: 'emails', limits: [], countsRowsInWork: false, timedOut: 0, cancelled: 0 },
+      { group: 'emails', limits: [], countsRowsInWork: null, timedOut: 0, cancelled: 0 },
     ]);
   });
 
   it('tells the queues whose lease claims count their rows in work, and names them while no index serves the count', () => {
     const brokers = list([
-      broker('a', [{ queue: 'jobs/payments', form: 'lease', concurrency: { global: 5 } }, { queue: 'jobs/emails', form: 'lease' }]),
+      broker('a', [
+        { queue: 'jobs/payments', form: 'lease', concurrency: { global: 5 }, countsRowsInWork: 'concurrency' },
+        { queue: 'jobs/emails', form: 'lease', countsRowsInWork: null },
+        { queue: 'jobs/ordered', form: 'lease', countsRowsInWork: 'fifo' },
+      ]),
       // The row lock form holds its limit with slot rows: it counts nothing.
-      broker('b', [{ queue: 'jobs/reports', form: 'rowLock', concurrency: { global: 2 } }, { queue: 'jobs/payments', form: 'lease' }]),
+      broker('b', [
+        { queue: 'jobs/reports', form: 'rowLock', concurrency: { global: 2 }, countsRowsInWork: null },
+        { queue: 'jobs/payments', form: 'lease', countsRowsInWork: null },
+      ]),
+      // A broker from before the report: a lease subscription under a limit counts.
+      broker('c', [{ queue: 'jobs/older', form: 'lease', concurrency: { perKey: 1 } }, { queue: 'jobs/older-rows', form: 'rowLock', concurrency: { global: 1 } }]),
     ]);
     const readers = queueReadersOf(brokers, jobs, [counts('payments', 1)]);
     expect(readers?.reported.map((queue) => [queue.group, queue.countsRowsInWork])).toEqual([
-      ['payments', true],
-      ['emails', false],
-      ['reports', false],
+      ['payments', 'concurrency'],
+      ['emails', null],
+      ['ordered', 'fifo'],
+      ['reports', null],
+      ['older', 'concurrency'],
+      ['older-rows', null],
     ]);
     expect(countsRowsInWork(readers)).toBe(true);
     const createIndexSql = 'CREATE INDEX jobs_in_work ON jobs (queue, locked_until)';
-    expect(unindexedRowsInWorkOf(readers, { isPresent: false, createIndexSql })).toEqual({ groups: ['payments'], createIndexSql });
+    expect(unindexedRowsInWorkOf(readers, { isPresent: false, createIndexSql })).toEqual({
+      queues: [
+        { group: 'payments', reason: 'concurrency' },
+        { group: 'ordered', reason: 'fifo' },
+        { group: 'older', reason: 'concurrency' },
+      ],
+      createIndexSql,
+    });
     expect(unindexedRowsInWorkOf(readers, { isPresent: true, createIndexSql })).toBeNull();
     expect(unindexedRowsInWorkOf(readers, null)).toBeNull();
     expect(unindexedRowsInWorkOf(null, { isPresent: false, createIndexSql })).toBeNull();
 
-    const uncounted = queueReadersOf(list([broker('a', [{ queue: 'jobs/emails', form: 'lease', concurrency: null }])]), jobs, []);
+    const uncounted = queueReadersOf(list([broker('a', [{ queue: 'jobs/emails', form: 'lease', concurrency: null, countsRowsInWork: null }])]), jobs, []);
     expect(countsRowsInWork(uncounted)).toBe(false);
     expect(unindexedRowsInWorkOf(uncounted, { isPresent: false, createIndexSql })).toBeNull();
   });

@@ -1,4 +1,5 @@
 import type { DeadLetterLocation, GroupCounts, InWorkIndexState } from '../admin/inspection.js';
+import type { RowsInWorkReason } from '../subscription/subscription.js';
 import type { BrokerList } from './broker-directory.js';
 
 /** Which queues of one table the live brokers read, as their heartbeats say. */
@@ -23,18 +24,18 @@ export interface ReportedQueue {
   readonly group: string | null;
   readonly limits: readonly string[];
   /**
-   * A reporting lease subscription declares `concurrency`, so each of its claims counts the
-   * queue's rows in work (the row lock form counts with slot rows instead).
+   * Why a reporting lease subscription's claims count the queue's rows in work: a concurrency
+   * limit, or FIFO groups; null when none counts (the row lock form holds a limit with slot rows).
    */
-  readonly countsRowsInWork: boolean;
+  readonly countsRowsInWork: RowsInWorkReason | null;
   readonly timedOut: number;
   readonly cancelled: number;
 }
 
 /** Queues whose claims count their rows in work while the table has no index for the count. */
 export interface UnindexedRowsInWork {
-  /** The queues, in the order `reported` has them; `null` stands for a table without groups. */
-  readonly groups: readonly (string | null)[];
+  /** The queues, in the order `reported` has them (`null`: a table without groups), and why each counts. */
+  readonly queues: readonly { readonly group: string | null; readonly reason: RowsInWorkReason }[];
   /** The statement that adds the in-work index. */
   readonly createIndexSql: string;
 }
@@ -47,13 +48,13 @@ export interface UnindexedRowsInWork {
  */
 export function unindexedRowsInWorkOf(readers: QueueReaders | null, index: InWorkIndexState | null): UnindexedRowsInWork | null {
   if (readers === null || index === null || index.isPresent) return null;
-  const groups = readers.reported.filter((queue) => queue.countsRowsInWork).map((queue) => queue.group);
-  return groups.length === 0 ? null : { groups, createIndexSql: index.createIndexSql };
+  const queues = readers.reported.flatMap(({ group, countsRowsInWork: reason }) => (reason === null ? [] : [{ group, reason }]));
+  return queues.length === 0 ? null : { queues, createIndexSql: index.createIndexSql };
 }
 
 /** Whether any reported queue counts its rows in work, so that the table's indexes are worth a read. */
 export function countsRowsInWork(readers: QueueReaders | null): boolean {
-  return readers !== null && readers.reported.some((queue) => queue.countsRowsInWork);
+  return readers !== null && readers.reported.some((queue) => queue.countsRowsInWork !== null);
 }
 
 /**
@@ -73,7 +74,7 @@ export function queueReadersOf(
   if (list.problem !== null) return null;
   let brokers = 0;
   const readGroups = new Set<string | null>();
-  const reported = new Map<string | null, { limits: Set<string>; countsRowsInWork: boolean; timedOut: number; cancelled: number }>();
+  const reported = new Map<string | null, { limits: Set<string>; countsRowsInWork: RowsInWorkReason | null; timedOut: number; cancelled: number }>();
   const deadLetterGroups = new Set<string>();
   if (deadLetter?.kind === 'group') deadLetterGroups.add(deadLetter.group);
   for (const broker of list.brokers) {
@@ -83,9 +84,9 @@ export function queueReadersOf(
       if (read === undefined || !isSameTable(read.table, table)) continue;
       readsTable = true;
       readGroups.add(read.group);
-      const queue = reported.get(read.group) ?? { limits: new Set<string>(), countsRowsInWork: false, timedOut: 0, cancelled: 0 };
+      const queue = reported.get(read.group) ?? { limits: new Set<string>(), countsRowsInWork: null, timedOut: 0, cancelled: 0 };
       for (const limit of read.limits) queue.limits.add(limit);
-      queue.countsRowsInWork ||= read.countsRowsInWork;
+      queue.countsRowsInWork ??= read.countsRowsInWork;
       queue.timedOut += read.timedOut;
       queue.cancelled += read.cancelled;
       reported.set(read.group, queue);
@@ -119,7 +120,7 @@ interface SubscriptionRead {
   readonly group: string | null;
   readonly deadLetter: string | undefined;
   readonly limits: readonly string[];
-  readonly countsRowsInWork: boolean;
+  readonly countsRowsInWork: RowsInWorkReason | null;
   readonly timedOut: number;
   readonly cancelled: number;
 }
@@ -131,10 +132,8 @@ interface SubscriptionRead {
  */
 function readOf(subscription: unknown): SubscriptionRead | undefined {
   if (subscription === null || typeof subscription !== 'object') return undefined;
-  const { queue, form, concurrency, deadLetter, timedOut, cancelled } = subscription as {
+  const { queue, deadLetter, timedOut, cancelled } = subscription as {
     queue?: unknown;
-    form?: unknown;
-    concurrency?: unknown;
     deadLetter?: unknown;
     timedOut?: unknown;
     cancelled?: unknown;
@@ -148,10 +147,21 @@ function readOf(subscription: unknown): SubscriptionRead | undefined {
     group: slash === -1 ? null : queue.slice(slash + 1),
     deadLetter: typeof deadLetter === 'string' ? deadLetter : undefined,
     limits: limitsOf(subscription),
-    countsRowsInWork: form === 'lease' && typeof concurrency === 'object' && concurrency !== null,
+    countsRowsInWork: rowsInWorkReasonOf(subscription),
     timedOut: typeof timedOut === 'number' ? timedOut : 0,
     cancelled: typeof cancelled === 'number' ? cancelled : 0,
   };
+}
+
+/**
+ * Why the subscription's claims count its rows in work, as its heartbeat reports it; a broker
+ * from before that report counts them when it reads a lease table under a concurrency limit.
+ */
+function rowsInWorkReasonOf(subscription: object): RowsInWorkReason | null {
+  const reported = subscription as { countsRowsInWork?: unknown; form?: unknown; concurrency?: unknown };
+  if (reported.countsRowsInWork === 'concurrency' || reported.countsRowsInWork === 'fifo') return reported.countsRowsInWork;
+  if (reported.countsRowsInWork !== undefined) return null;
+  return reported.form === 'lease' && typeof reported.concurrency === 'object' && reported.concurrency !== null ? 'concurrency' : null;
 }
 
 /** A subscription's `concurrency` and `rate` as its heartbeat reports them, in words. */

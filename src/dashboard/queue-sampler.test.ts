@@ -153,7 +153,7 @@ describe('QueueSampler', () => {
         return Promise.resolve({ isPresent: false, createIndexSql });
       },
     };
-    let subscriptions: unknown[] = [{ queue: 'jobs/payments', form: 'lease' }];
+    let subscriptions: unknown[] = [{ queue: 'jobs/payments', form: 'lease', countsRowsInWork: null }];
     const sampler = new QueueSampler({
       tables: [{ table: 'jobs', deadLetter: undefined, inspector }],
       intervalMs: 60_000,
@@ -168,9 +168,9 @@ describe('QueueSampler', () => {
     await sampler.refresh();
     expect(sampler.snapshots()[0]!.unindexedRowsInWork).toBeNull();
     expect(indexReads).toBe(0);
-    subscriptions = [{ queue: 'jobs/payments', form: 'lease', concurrency: { global: 2 } }];
+    subscriptions = [{ queue: 'jobs/payments', form: 'lease', concurrency: { global: 2 }, countsRowsInWork: 'concurrency' }];
     await sampler.refresh();
-    expect(sampler.snapshots()[0]!.unindexedRowsInWork).toEqual({ groups: ['payments'], createIndexSql });
+    expect(sampler.snapshots()[0]!.unindexedRowsInWork).toEqual({ queues: [{ group: 'payments', reason: 'concurrency' }], createIndexSql });
     expect(indexReads).toBe(1);
   });
 });

@@ -258,10 +258,12 @@ function queueCard(table: QueueTableView, config: DashboardConfig): HTMLDivEleme
 function unindexedNote(table: QueueTableView): HTMLParagraphElement | null {
   const unindexed = table.unindexedRowsInWork;
   if (unindexed === null) return null;
-  const names = unindexed.groups.map((group) => (group === null ? 'the table' : group)).join(', ');
+  const names = unindexed.queues
+    .map(({ group, reason }) => `${group === null ? 'the table' : group} (${reason === 'concurrency' ? 'a concurrency limit' : 'FIFO groups'})`)
+    .join(', ');
   return el('p', { class: 'advice', 'data-unindexed': true }, [
-    `No in-work index: ${names} ${unindexed.groups.length === 1 ? 'counts' : 'count'} the rows in work on every claim `,
-    '(a concurrency limit, as its brokers report), and each count reads the whole table. Add the index: ',
+    `No in-work index: ${names} ${unindexed.queues.length === 1 ? 'counts' : 'count'} the rows in work on every claim, `,
+    'as its brokers report, and each count reads the whole table. Add the index: ',
     el('span', { class: 'mono' }, unindexed.createIndexSql),
   ]);
 }
