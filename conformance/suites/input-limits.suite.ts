@@ -70,6 +70,21 @@ export function inputLimitsSuite(context: SuiteContext): void {
       expect(await countRows(context.db, 'jobs')).toBe(700);
     });
 
+    it('a whole number given as the id of a text id column is stored and delivered as its digits', async () => {
+      const supplied = defineTable({ ...jobsDeclaration({ form }), id: { column: 'id', generated: false } });
+      await createTable(stand, context.db, supplied);
+      const publisher = createBroker(context.db, context.brokers);
+      await publisher.start();
+      expect(await publisher.publish(supplied.queue('emails'), { n: 1 }, { id: 42 })).toBe('42');
+      expect(await publisher.publishMany(supplied.queue('emails'), [{ payload: { n: 2 }, id: 43 }])).toBe(1);
+      expect((await context.db.query('SELECT id FROM jobs ORDER BY id')).map((row) => row.id)).toEqual(['42', '43']);
+      const consumer = createBroker(context.db, context.brokers);
+      const handled = new Collector<string>();
+      consumer.subscribe(supplied.queue('emails'), (message) => handled.push(message.id));
+      await consumer.start();
+      expect((await handled.waitFor(2)).sort()).toEqual(['42', '43']);
+    });
+
     it("publishMany on the service's own pool is all or nothing, and with tx commits or rolls back with the service's transaction", async () => {
       const supplied = defineTable({ ...jobsDeclaration({ form }), id: { column: 'id', generated: false } });
       await createTable(stand, context.db, supplied);
