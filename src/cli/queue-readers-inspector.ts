@@ -61,7 +61,8 @@ export async function openQueueReadersInspector(
       inspect: async () => {
         const [inspection, brokers, pausedQueues] = await Promise.all([inspector.inspect(), directory.list(), paused()]);
         const readers = queueReadersOf(brokers, inspector.spec, inspection.groups, inspector.deadLetter);
-        const index = countsRowsInWork(readers) ? await inspector.readInWorkIndex() : null;
+        // Like the heartbeats and the pauses, a read that fails tells nothing rather than failing the counts.
+        const index = countsRowsInWork(readers) ? await inspector.readInWorkIndex().catch(() => null) : null;
         return { ...inspection, heartbeatTable, readers, unindexedRowsInWork: unindexedRowsInWorkOf(readers, index), queueControlsTable, paused: pausedQueues };
       },
       close: async () => {

@@ -132,12 +132,7 @@ interface SubscriptionRead {
  */
 function readOf(subscription: unknown): SubscriptionRead | undefined {
   if (subscription === null || typeof subscription !== 'object') return undefined;
-  const { queue, deadLetter, timedOut, cancelled } = subscription as {
-    queue?: unknown;
-    deadLetter?: unknown;
-    timedOut?: unknown;
-    cancelled?: unknown;
-  };
+  const { queue, deadLetter, timedOut, cancelled } = subscription as { queue?: unknown; deadLetter?: unknown; timedOut?: unknown; cancelled?: unknown };
   if (typeof queue !== 'string') return undefined;
   const slash = queue.indexOf('/');
   const qualified = slash === -1 ? queue : queue.slice(0, slash);
