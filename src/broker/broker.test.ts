@@ -13,6 +13,25 @@ describe('Broker lifecycle', () => {
   });
 });
 
+describe('Broker publish from JavaScript', () => {
+  it('says what a publish takes when given something other than a queue', async () => {
+    const broker = new Broker({ database: 'sqlite::memory:' });
+    await broker.start();
+    try {
+      for (const notAQueue of [{}, 'jobs', null]) {
+        await expect(broker.publish(notAQueue as never, { n: 1 })).rejects.toThrow(
+          new DeclarationError('publish needs a queue: table.queue("name") of a table from defineTable'),
+        );
+        await expect(broker.publishMany(notAQueue as never, [])).rejects.toThrow(
+          new DeclarationError('publishMany needs a queue: table.queue("name") of a table from defineTable'),
+        );
+      }
+    } finally {
+      await broker.stop();
+    }
+  });
+});
+
 describe('Broker start on a database that is not a Galera node', () => {
   it('refuses the galera option anywhere but MySQL and MariaDB', async () => {
     const broker = new Broker({ database: 'sqlite::memory:', galera: { singleWriter: true } });
