@@ -6,6 +6,9 @@ import { spawnLineProcess } from '../processes/spawn-line-process.js';
 import type { SuiteContext } from '../run-conformance.js';
 import { advisoryDeclaration, advisoryTable } from './advisory-tables.js';
 
+/** Ids no integer id column holds: not a number, and one beyond 64 bits. */
+const NOT_AN_INTEGER_ID = ['not-a-number', '99999999999999999999999'];
+
 const CANCEL_WORKER = new URL('../processes/cancel-worker.ts', import.meta.url).pathname;
 
 /** broker.cancel: a waiting message removed unhandled, one in work stopped in whichever process runs it, an unknown one gone. */
@@ -41,6 +44,7 @@ export function cancelSuite(context: SuiteContext): void {
       expect(await broker.cancel(queue, doomed)).toEqual({ status: 'waiting' });
       expect(await broker.cancel(queue, delayed)).toEqual({ status: 'waiting' });
       expect(await broker.cancel(queue, doomed)).toEqual({ status: 'gone' });
+      for (const impossible of NOT_AN_INTEGER_ID) expect(await broker.cancel(queue, impossible), impossible).toEqual({ status: 'gone' });
       expect(await broker.cancel(table.queue('sms'), kept)).toEqual({ status: 'gone' });
       expect(await countRows(context.db, 'jobs')).toBe(1);
     });
@@ -129,6 +133,8 @@ export function cancelSuite(context: SuiteContext): void {
           if (mark) expect(await countRows(context.db, 'jobs', `id = ${Number(doomed)} AND processed_at IS NOT NULL`)).toBe(1);
           expect(await canceller.cancel(queue, doomed)).toEqual({ status: 'gone' });
           expect(await canceller.cancel(queue, '987654')).toEqual({ status: 'gone' });
+          // Ids the id column cannot hold: PostgreSQL refuses to cast them, the others find no row.
+          for (const impossible of NOT_AN_INTEGER_ID) expect(await canceller.cancel(queue, impossible), impossible).toEqual({ status: 'gone' });
           // The queue names the group: the row is no message of another queue of the table.
           expect(await canceller.cancel(table.queue('sms'), kept)).toEqual({ status: 'gone' });
 

@@ -14,7 +14,7 @@ import type { Connection, Driver } from '../driver/driver.js';
 import { createSideTable } from '../driver/side-table-creation.js';
 import { ADVISORY_CONFIRMED_COLUMN, ADVISORY_KEY_COLUMN } from '../dialect/advisory-statements.js';
 import { inProcessLocks } from '../claim/in-process-lock-registry.js';
-import { UnsupportedError } from '../errors.js';
+import { StatementError, UnsupportedError } from '../errors.js';
 import { bindStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
 import type { CancellationRecords } from '../subscription/cancellation-watch.js';
@@ -72,6 +72,16 @@ export function parseCancellationNotice(payload: string): { readonly queueTable:
 }
 
 /**
+ * PostgreSQL refuses an id its id column's type cannot hold (`abc` or `1e40` for a bigint, a
+ * malformed uuid), where MySQL, MariaDB and SQLite compare and find no row: no such message can
+ * exist, so on every database the cancel answers `gone`. The id is the only text these
+ * statements cast: SQLSTATE 22P02 (invalid text representation) and 22003 (out of range).
+ */
+function isIdOutsideColumnType(error: unknown): boolean {
+  return error instanceof StatementError && (error.sqlState === '22P02' || error.sqlState === '22003');
+}
+
+/**
  * Cancels messages by id. A waiting row is removed by statements that match only a waiting row,
  * so a claim and a cancel never both take it. A row in work is recorded in the cancellations
  * table for the broker that runs it (subscription/cancellation-watch.ts), and a lease row is also
@@ -120,12 +130,18 @@ export class MessageCanceller {
       [`column:${CANCELLATION_COLUMNS.queueTable}`]: spec.qualifiedName,
       [`column:${CANCELLATION_COLUMNS.rowId}`]: id,
     };
-    const status =
-      spec.form === 'lease'
-        ? await this.#cancelLease(spec, values)
-        : spec.form === 'rowLock'
-          ? await this.#cancelRowLock(spec, values)
-          : await this.#cancelAdvisory(spec, values);
+    let status: CancelResult['status'];
+    try {
+      status =
+        spec.form === 'lease'
+          ? await this.#cancelLease(spec, values)
+          : spec.form === 'rowLock'
+            ? await this.#cancelRowLock(spec, values)
+            : await this.#cancelAdvisory(spec, values);
+    } catch (error) {
+      if (!isIdOutsideColumnType(error)) throw error;
+      return { status: 'gone' };
+    }
     if (status === 'inWork') await this.#announce(spec.qualifiedName, id);
     return { status };
   }
