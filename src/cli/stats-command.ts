@@ -193,11 +193,11 @@ function unindexedLines(inspection: InspectionWithReaders, paint: Paint): string
   const names = unindexed.queues
     .map(({ group, reason }) => `${group === null ? 'the table' : `group "${group}"`} (${reason === 'concurrency' ? 'a concurrency limit' : 'FIFO groups'})`)
     .join(', ');
-  const counts = unindexed.queues.length === 1 ? 'counts' : 'count';
+  const [counts, their] = unindexed.queues.length === 1 ? ['counts', 'its'] : ['count', 'their'];
   return [
     paint.yellow(
       printable(
-        `no in-work index: ${names} ${counts} the rows in work on every claim, as its brokers report, ` +
+        `no in-work index: ${names} ${counts} the rows in work on every claim, as ${their} brokers report, ` +
           `and each count reads the whole table; add the index with: ${unindexed.createIndexSql}`,
       ),
     ),

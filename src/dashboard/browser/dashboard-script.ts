@@ -261,9 +261,10 @@ function unindexedNote(table: QueueTableView): HTMLParagraphElement | null {
   const names = unindexed.queues
     .map(({ group, reason }) => `${group === null ? 'the table' : group} (${reason === 'concurrency' ? 'a concurrency limit' : 'FIFO groups'})`)
     .join(', ');
+  const [counts, their] = unindexed.queues.length === 1 ? ['counts', 'its'] : ['count', 'their'];
   return el('p', { class: 'advice', 'data-unindexed': true }, [
-    `No in-work index: ${names} ${unindexed.queues.length === 1 ? 'counts' : 'count'} the rows in work on every claim, `,
-    'as its brokers report, and each count reads the whole table. Add the index: ',
+    `No in-work index: ${names} ${counts} the rows in work on every claim, as ${their} brokers report, `,
+    'and each count reads the whole table. Add the index: ',
     el('span', { class: 'mono' }, unindexed.createIndexSql),
   ]);
 }
