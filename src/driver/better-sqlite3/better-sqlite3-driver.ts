@@ -424,11 +424,12 @@ function rollBackOpenTransaction(database: BetterSqlite3DatabaseLike): void {
   if (database.open && database.inTransaction) database.exec(ROLLBACK_SQL);
 }
 
-/** Fixed-width UTC text, the layout of `strftime('%Y-%m-%dT%H:%M:%f+00:00')`, so text order is time order. */
 /**
- * better-sqlite3 binds every JS number as a REAL, which a TEXT column stores as `42.0`: a
- * publisher-supplied id of 42 came back to its handler as "42.0". A whole number is bound as an
- * INTEGER instead, which a TEXT column stores as `42` and an INTEGER or REAL column as before.
+ * A value as better-sqlite3 binds it. A Date becomes fixed-width UTC text, the layout of
+ * `strftime('%Y-%m-%dT%H:%M:%f+00:00')`, so text order is time order. better-sqlite3 binds every
+ * JS number as a REAL, which a TEXT column stores as `42.0`: a publisher-supplied id of 42 came
+ * back to its handler as "42.0". A whole number is bound as an INTEGER instead, which a TEXT
+ * column stores as `42` and an INTEGER or REAL column as before.
  */
 function encodeValue(value: unknown): unknown {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : value;
