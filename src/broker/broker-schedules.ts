@@ -1,4 +1,4 @@
-import { Queue as QueueClass, type Queue } from '../definition/define-table.js';
+import { requireQueue, type Queue } from '../definition/define-table.js';
 import { DeclarationError } from '../errors.js';
 import type { Observability } from '../observability/observability.js';
 import { resolveScheduleDeclaration, type ScheduleDeclaration, type ScheduleOptions } from '../schedule/schedule-options.js';
@@ -24,9 +24,7 @@ export class BrokerSchedules {
     options: ScheduleOptions<Payload>,
     broker: { readonly state: BrokerState; readonly maxPayloadBytes: number },
   ): void {
-    if (!(queue instanceof QueueClass)) {
-      throw new DeclarationError(`schedule ${JSON.stringify(name)} needs a queue: table.queue("name") of a table from defineTable`);
-    }
+    requireQueue(queue, `schedule ${JSON.stringify(name)}`);
     if (broker.state !== 'new') {
       throw new DeclarationError(`schedule ${JSON.stringify(name)}: declare schedules before broker.start()`);
     }

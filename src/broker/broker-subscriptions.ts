@@ -1,4 +1,4 @@
-import { Queue as QueueClass, type Queue } from '../definition/define-table.js';
+import { requireQueue, type Queue } from '../definition/define-table.js';
 import { AlreadySubscribedError, DeclarationError } from '../errors.js';
 import { createDedupeGate, type DedupeGate } from '../outbox/dedupe.js';
 import {
@@ -35,9 +35,7 @@ export function declareSubscription(
     readonly dedupeGates: DedupeGate[];
   },
 ): void {
-  if (!(queue instanceof QueueClass)) {
-    throw new DeclarationError('subscribe needs a queue: table.queue("name") of a table from defineTable');
-  }
+  requireQueue(queue, 'subscribe');
   const handler = typeof handlerOrOptions === 'function' ? handlerOrOptions : undefined;
   const options = typeof handlerOrOptions === 'function' ? maybeOptions : (handlerOrOptions ?? {});
   if (handler === undefined && options.onThreads === undefined) {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { Queue, type QueueTable } from '../definition/define-table.js';
+import { requireQueue, type Queue, type QueueTable } from '../definition/define-table.js';
 import { parseRateLimitsTable } from '../dialect/rate-limit-statements.js';
 import type { Driver, PoolStats } from '../driver/driver.js';
 import { createDriver } from '../driver/create-driver.js';
@@ -403,7 +403,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
     payload: Payload,
     options?: PublishOptions | KeyedPublishOptions,
   ): Promise<string | KeyedPublishResult> {
-    requirePublishQueue(queue, 'publish');
+    requireQueue(queue, 'publish');
     const publisher = this.#requirePublisher();
     if (options !== undefined && options !== null && 'dedupeKey' in options && options.dedupeKey !== undefined) {
       return this.#observability.publish(queue, options, (traced) => publisher.publishKeyed(queue, payload, traced ?? options));
@@ -417,7 +417,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
     items: readonly PublishItem<Payload>[],
     options?: { tx?: unknown },
   ): Promise<number> {
-    requirePublishQueue(queue, 'publishMany');
+    requireQueue(queue, 'publishMany');
     const publisher = this.#requirePublisher();
     return this.#observability.publishMany(queue, items, (traced) => publisher.publishMany(queue, traced, options));
   }
@@ -690,11 +690,4 @@ export function controlReadTestHooksOf(broker: Broker): ControlReadTestHooks {
   const controlRead = controlReadOf(broker);
   if (controlRead === undefined) throw new Error('this broker reads no pauses and cancels in one read (not started, or a table is missing)');
   return controlRead.testHooks;
-}
-
-/** A JavaScript caller may pass anything: say what a publish takes rather than fail inside it. */
-function requirePublishQueue(queue: unknown, method: 'publish' | 'publishMany'): void {
-  if (!(queue instanceof Queue)) {
-    throw new DeclarationError(`${method} needs a queue: table.queue("name") of a table from defineTable`);
-  }
 }

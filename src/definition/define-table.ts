@@ -76,3 +76,10 @@ export function defineTable(declaration: TableDeclaration): QueueTable {
   return new QueueTable(declaration);
 }
 
+/**
+ * Refuses anything but a queue from `table.queue(name)`, which a caller from JavaScript may pass
+ * where one is expected; `what` names the call in the message.
+ */
+export function requireQueue(value: unknown, what: string): asserts value is Queue<unknown> {
+  if (!(value instanceof Queue)) throw new DeclarationError(`${what} needs a queue: table.queue("name") of a table from defineTable`);
+}

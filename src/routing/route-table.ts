@@ -1,4 +1,4 @@
-import { Queue } from '../definition/define-table.js';
+import { requireQueue, type Queue } from '../definition/define-table.js';
 import { DeclarationError, NoRouteError } from '../errors.js';
 import { closestRouteNames } from './closest-routes.js';
 import { checkMessageName, parseRouteName, type ParsedRouteName } from './route-name.js';
@@ -40,14 +40,12 @@ export class RouteTable {
   /** The route to add, undefined when the same one is declared already, or a DeclarationError. */
   #check(name: unknown, queue: unknown, where: string): Route | undefined {
     const parsed = parseRouteName(name, where);
-    if (!(queue instanceof Queue)) {
-      throw new DeclarationError(`${where}(${JSON.stringify(parsed.name)}, …) needs a queue: table.queue("name") of a table from defineTable`);
-    }
+    requireQueue(queue, `${where}(${JSON.stringify(parsed.name)}, …)`);
     const declared = (parsed.prefix === undefined ? this.#exact : this.#prefixes).get(parsed.prefix ?? parsed.name);
-    if (declared === undefined) return { ...parsed, queue: queue as Queue<unknown> };
-    if (sameQueue(declared.queue, queue as Queue<unknown>)) return undefined;
+    if (declared === undefined) return { ...parsed, queue };
+    if (sameQueue(declared.queue, queue)) return undefined;
     throw new DeclarationError(
-      `${where}: ${JSON.stringify(parsed.name)} already routes to queue "${declared.queue.label}"; it cannot route to "${(queue as Queue<unknown>).label}" too ` +
+      `${where}: ${JSON.stringify(parsed.name)} already routes to queue "${declared.queue.label}"; it cannot route to "${queue.label}" too ` +
         '(one name, one queue: give the second one a name of its own)',
     );
   }
