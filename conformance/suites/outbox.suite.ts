@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import {
   defineDedupeTable,
   defineOutbox,
+  defineTable,
   DestinationError,
+  EncodeError,
   Outcome,
   OUTBOX_RECORD_ID_HEADER,
   queueDestination,
@@ -15,7 +17,7 @@ import {
 } from '../../src/index.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import { testSignalsOfRelay } from '../../src/outbox/relay.js';
-import { Collector, countRows, createBroker, createTable, formsOf, jobsTable, placeholder, untilRelayed, untilStats } from '../fixtures.js';
+import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, placeholder, untilRelayed, untilStats } from '../fixtures.js';
 import { spawnRelay } from '../processes/spawn-relay.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { Stand, TestDatabase } from '../stand.js';
@@ -358,6 +360,48 @@ export function outboxSuite(context: SuiteContext): void {
         expect(hasFailed).toBe(true);
         expect(await countRows(context.db, 'jobs')).toBe(0);
         expect(await unprocessedRecords(context.db)).toBe(0);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('a record a JSON queue could never take: refused at the write by a broker that relays there, named by a relay that claims one', async () => {
+      await createOutboxTables();
+      const jobs = defineTable({ ...jobsDeclaration({ form: formsOf(stand).at(-1)! }), payload: { column: 'payload', json: true } });
+      await createTable(stand, context.db, jobs);
+      const events = jobs.queue<unknown>('events');
+      const notJson = Buffer.from([0xff, 0x00, 0x41]);
+      const pool = openServiceWriters(stand, context.db)[0]!;
+      try {
+        // Written by a broker that relays nothing, as another service's process would write it.
+        const writing = createBroker(context.db, context.brokers);
+        await writing.start();
+        const records = [{ n: 1 }, notJson, { n: 3 }].map((payload) => ({ name: 'events', payload }));
+        const ids = await writeRecords(pool, writing.outbox(outbox), records);
+
+        const relaying = createBroker(context.db, context.brokers);
+        const errors = new Collector<Error>();
+        relaying.on('error', (error) => errors.push(error));
+        relaying.relay(outbox, queueDestination(events), { batch: 10, retryBackoff: { initialMs: 50, maxMs: 200 } });
+        const handled = new Collector<unknown>();
+        relaying.subscribe(events, (message) => {
+          handled.push(message.payload);
+        });
+        await relaying.start();
+        const written = writeRecords(pool, relaying.outbox(outbox), [{ name: 'events', payload: notJson }]);
+        await expect(written).rejects.toThrow(EncodeError);
+        await expect(written).rejects.toThrow(/relays it to tablequeue queue "jobs\/events", which could never take this record of "events": .*not UTF-8 JSON; nothing was written/);
+
+        const [refused] = await errors.waitFor(1);
+        expect(refused).toBeInstanceOf(EncodeError);
+        expect(refused!.message).toContain(`record ${ids[1]} of "events" can never be sent there`);
+        expect(refused!.message).toContain('until it is deleted from the outbox table or its payload rewritten');
+        expect(await countRows(context.db, 'jobs')).toBe(0);
+        expect(await unprocessedRecords(context.db)).toBe(3);
+
+        await context.db.query(`DELETE FROM outbox WHERE id = ${placeholder(stand, 1)}`, [ids[1]]);
+        await handled.waitFor(2);
+        expect(handled.items).toEqual([{ n: 1 }, { n: 3 }]);
       } finally {
         await pool.end();
       }

@@ -493,6 +493,8 @@ export class Broker extends EventEmitter<BrokerEvents> {
           if (relay.outbox.spec.qualifiedName === written.spec.qualifiedName) relay.wakeAfterUnseenCommit();
         }
       },
+      destinationsOf: (written) =>
+        this.#relays.filter((relay) => relay.outbox.spec.qualifiedName === written.spec.qualifiedName).map((relay) => relay.destination),
     });
   }
 

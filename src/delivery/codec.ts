@@ -118,15 +118,23 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
 export function payloadColumnValue(encoded: Buffer, holds: 'bytes' | 'json', isBytes: boolean, where: string): Buffer | string {
   if (holds === 'bytes') return encoded;
   if (!isBytes) return encoded.toString('utf8');
-  let text: string;
-  try {
-    text = utf8.decode(encoded);
-    JSON.parse(text);
-  } catch {
+  const text = jsonTextOf(encoded);
+  if (text === undefined) {
     throw new EncodeError(`${where}: the payload column holds JSON, and these payload bytes are not UTF-8 JSON; nothing was written`);
   }
   requireStorableText(text, 'the payload', where);
   return text;
+}
+
+/** The bytes as text when they are UTF-8 JSON, else undefined. */
+export function jsonTextOf(bytes: Buffer): string | undefined {
+  try {
+    const text = utf8.decode(bytes);
+    JSON.parse(text);
+    return text;
+  } catch {
+    return undefined;
+  }
 }
 
 export function requirePayloadSize(payload: Buffer, maxBytes: number, where: string): Buffer {

@@ -51,6 +51,18 @@ describe('queueDestination', () => {
     expect(queueDestination(jobs.queue('events'), { broker: other }).sharesDatabaseWith?.(other)).toBe(true);
   });
 
+  it('refuses a record whose bytes a JSON payload column could never hold, and nothing a bytes column can', () => {
+    const json = defineTable({ table: 'jobs', id: 'id', group: 'queue', headers: 'headers', payload: { column: 'payload', json: true } });
+    const into = queueDestination(json.queue('events'));
+    expect(into.refusalOf?.({ name: 'events', payload: Buffer.from('{"ok":1}') })).toBeUndefined();
+    expect(into.refusalOf?.({ name: 'events', payload: Buffer.from([0xff, 0x00]) })).toBe(
+      'the payload column "payload" of table "jobs" holds JSON, and the record\'s payload bytes are not UTF-8 JSON',
+    );
+    expect(into.refusalOf?.({ name: 'events', payload: Buffer.from('not json') })).toMatch(/not UTF-8 JSON/);
+    expect(queueDestination(json).refusalOf?.({ name: 'events', payload: Buffer.from('{') })).toMatch(/not UTF-8 JSON/);
+    expect(queueDestination(jobs.queue('events')).refusalOf?.({ name: 'events', payload: Buffer.from([0xff]) })).toBeUndefined();
+  });
+
   it('takes a grouped table, each record to the queue of its name', () => {
     expect(queueDestination(jobs).description).toBe('tablequeue table "jobs" (a queue per record name)');
     const ungrouped = defineTable({ table: 'jobs', id: 'id', headers: 'headers', payload: 'payload' });

@@ -47,6 +47,14 @@ export interface OutboxDestination {
    * when this rejects.
    */
   sendWithin?(records: readonly OutboxRecord[], transaction: RelayTransaction): Promise<void>;
+  /**
+   * Optional: why this destination could never take a record (a sentence), or undefined when it
+   * can. A record it refuses would fail every send and hold back its name's later records, so a
+   * broker that relays an outbox here refuses to write such a record (`EncodeError`, nothing
+   * written), and a relay that claims one (written by another process) names it in its error
+   * instead of sending the batch.
+   */
+  refusalOf?(record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined;
 }
 
 /** What the relay lends `OutboxDestination.sendWithin`: its transaction on the outbox's database. */

@@ -1,7 +1,8 @@
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
-import { DeclarationError } from '../errors.js';
+import { encodePayload } from '../delivery/codec.js';
+import { DeclarationError, EncodeError } from '../errors.js';
 import type { Publisher } from '../publish/publisher.js';
-import { OUTBOX_RECORD_ID_HEADER } from './destination.js';
+import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination } from './destination.js';
 import type { OutboxTable } from './define-outbox.js';
 
 /** What an outbox writer needs from its broker. */
@@ -13,6 +14,8 @@ export interface OutboxRuntime {
    * client): relays of the table look again shortly after, as well as at once.
    */
   onUnseenCommit(outbox: OutboxTable): void;
+  /** The destinations this broker relays `outbox` to. */
+  destinationsOf(outbox: OutboxTable): readonly OutboxDestination[];
 }
 
 /**
@@ -48,10 +51,32 @@ export class Outbox {
       throw new DeclarationError(`${where}: the header "${OUTBOX_RECORD_ID_HEADER}" is set by the relay; remove it`);
     }
     const options = headers === undefined ? { tx } : { tx, headers };
-    const id = await this.#runtime.publisher().publish(this.table.queueTable.queue(name), payload, options);
+    const publisher = this.#runtime.publisher();
+    const written = this.#refuseWhatNoDestinationTakes(name, payload, where);
+    const id = await publisher.publish(this.table.queueTable.queue(name), written, options);
     // A transactional handler's transaction wakes the relay when it commits; any other is the
     // service's to commit, at a moment the broker never learns.
     if (!(tx instanceof DeliveryTransaction)) this.#runtime.onUnseenCommit(this.table);
     return id;
+  }
+
+  /**
+   * A record a destination of this broker's relay could never take would fail every send and
+   * hold back its name's later records: it is refused here, before anything is written. The
+   * payload is encoded once for the check and written as those bytes.
+   */
+  #refuseWhatNoDestinationTakes(name: string, payload: unknown, where: string): unknown {
+    const refusing = this.#runtime.destinationsOf(this.table).filter((destination) => destination.refusalOf !== undefined);
+    if (refusing.length === 0) return payload;
+    const bytes = encodePayload(payload, where);
+    for (const destination of refusing) {
+      const reason = destination.refusalOf!({ name, payload: bytes });
+      if (reason !== undefined) {
+        throw new EncodeError(
+          `${where}: this broker relays it to ${destination.description}, which could never take this record of "${name}": ${reason}; nothing was written`,
+        );
+      }
+    }
+    return bytes;
   }
 }

@@ -1,4 +1,5 @@
 import { Queue, QueueTable } from '../definition/define-table.js';
+import { jsonTextOf } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
 import type { PublishItem } from '../publish/publish-options.js';
 import type { OutboxDestination, OutboxRecord, RelayTransaction } from './destination.js';
@@ -52,8 +53,13 @@ export function queueDestination(target: Queue<unknown> | QueueTable, options: Q
     records.map((record) => ({ payload: record.payload, headers: { ...record.headers } }));
   const description =
     target instanceof Queue ? `tablequeue queue "${target.label}"` : `tablequeue table "${spec.qualifiedName}" (a queue per record name)`;
+  const refusalOf = (record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined =>
+    spec.payloadHolds === 'json' && jsonTextOf(record.payload) === undefined
+      ? `the payload column "${spec.payload}" of table "${spec.qualifiedName}" holds JSON, and the record's payload bytes are not UTF-8 JSON`
+      : undefined;
   return {
     description,
+    refusalOf,
     open: () => Promise.resolve(),
     close: () => Promise.resolve(),
     sharesDatabaseWith: (broker) => otherBroker === undefined || otherBroker === broker,

@@ -3,6 +3,7 @@ import { leaseExpiry, roundLeaseMs } from '../claim/lease-book.js';
 import { DeliveryTransaction } from '../delivery/delivery-transaction.js';
 import { createOutboxStatements, type OutboxStatements } from '../dialect/outbox-statements.js';
 import { withTransaction } from '../driver/connection-scope.js';
+import { EncodeError } from '../errors.js';
 import { prepareStatements } from '../driver/prepare-statements.js';
 import { bindStatement } from '../statement.js';
 import type { OutboxTable } from './define-outbox.js';
@@ -146,6 +147,11 @@ export class Relay {
     const batch = await this.#batches!.claim(name);
     this.#signals.claimed.emit(batch?.records.length ?? 0);
     if (batch === undefined) return false;
+    const refused = this.#refusedRecordOf(batch);
+    if (refused !== undefined) {
+      await this.#retryLater(batch, refused);
+      return true;
+    }
     try {
       if (this.#isTransactional) await this.#sendWithin(batch);
       else await this.#sendThenFinish(batch);
@@ -202,6 +208,25 @@ export class Relay {
     if (sent === 'leaseLost') return;
     sent.committed();
     this.#confirmed(batch);
+  }
+
+  /**
+   * A record of the batch the destination could never take (one another process wrote, or one
+   * written before this relay was declared), as the error that names it; the batch is not sent,
+   * since marking the records before it would mark the batch's every record.
+   */
+  #refusedRecordOf(batch: Batch): EncodeError | undefined {
+    const { destination } = this;
+    if (destination.refusalOf === undefined) return undefined;
+    for (const record of batch.records) {
+      const reason = destination.refusalOf(record);
+      if (reason === undefined) continue;
+      return new EncodeError(
+        `relay of outbox "${this.outbox.label}" to ${destination.description}: record ${record.id} of "${batch.name}" can never be sent there: ${reason}. ` +
+          `It holds back the later records of "${batch.name}" until it is deleted from the outbox table or its payload rewritten; nothing of its batch was sent`,
+      );
+    }
+    return undefined;
   }
 
   #confirmed(batch: Batch): void {
