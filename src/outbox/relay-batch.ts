@@ -61,12 +61,15 @@ export class RelayBatchClaimer {
     return this.#claimer.statements;
   }
 
-  /** The batch; undefined when another claim holds the name, or the claim could not begin. */
-  async claim(name: string): Promise<RelayBatch | undefined> {
+  /**
+   * The batch of at most `limit` records (default the batch size); undefined when another claim
+   * holds the name, or the claim could not begin.
+   */
+  async claim(name: string, limit = this.#options.batchSize): Promise<RelayBatch | undefined> {
     const { driver, spec, counts, leaseMs } = this.#options;
     const now = new Date();
     const token = leaseExpiry(now, leaseMs);
-    const rows = await this.#claimer.claim(driver, { group: name, leaseNow: now, limit: this.#options.batchSize, lockedUntil: token });
+    const rows = await this.#claimer.claim(driver, { group: name, leaseNow: now, limit, lockedUntil: token });
     if (rows === undefined) return undefined;
     counts.claims += 1;
     if (rows.length === 0) {

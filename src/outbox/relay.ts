@@ -144,12 +144,20 @@ export class Relay {
 
   /** One batch of one name: claim, send, mark; or after a failure, the backoff. Whether it took records. */
   async #relayName(name: string): Promise<boolean> {
-    const batch = await this.#batches!.claim(name);
+    let batch = await this.#batches!.claim(name);
     this.#signals.claimed.emit(batch?.records.length ?? 0);
     if (batch === undefined) return false;
-    const refused = this.#refusedRecordOf(batch);
+    let refused = this.#refusedRecordOf(batch);
+    if (refused !== undefined && refused.index > 0) {
+      // The records before it go now: the batch is handed back (due at once) and they are
+      // claimed alone. The refused record then heads the name's next batch.
+      await batch.lease.moveTo(new Date(Math.floor(Date.now() / 1000) * 1000));
+      batch = await this.#batches!.claim(name, refused.index);
+      if (batch === undefined) return true;
+      refused = this.#refusedRecordOf(batch);
+    }
     if (refused !== undefined) {
-      await this.#retryLater(batch, refused);
+      await this.#retryLater(batch, refused.error);
       return true;
     }
     try {
@@ -211,22 +219,21 @@ export class Relay {
   }
 
   /**
-   * A record of the batch the destination could never take (one another process wrote, or one
-   * written before this relay was declared), as the error that names it; the batch is not sent,
-   * since marking the records before it would mark the batch's every record.
+   * The first record of the batch the destination could never take (one another process wrote,
+   * or one written before this relay was declared): its place in the batch and the error that
+   * names it.
    */
-  #refusedRecordOf(batch: Batch): EncodeError | undefined {
+  #refusedRecordOf(batch: Batch): { readonly index: number; readonly error: EncodeError } | undefined {
     const { destination } = this;
     if (destination.refusalOf === undefined) return undefined;
-    for (const record of batch.records) {
-      const reason = destination.refusalOf(record);
-      if (reason === undefined) continue;
-      return new EncodeError(
-        `relay of outbox "${this.outbox.label}" to ${destination.description}: record ${record.id} of "${batch.name}" can never be sent there: ${reason}. ` +
-          `It holds back the later records of "${batch.name}" until it is deleted from the outbox table or its payload rewritten; nothing of its batch was sent`,
-      );
-    }
-    return undefined;
+    const index = batch.records.findIndex((record) => destination.refusalOf!(record) !== undefined);
+    if (index < 0) return undefined;
+    const record = batch.records[index]!;
+    const error = new EncodeError(
+      `relay of outbox "${this.outbox.label}" to ${destination.description}: record ${record.id} of "${batch.name}" can never be sent there: ${destination.refusalOf(record)!}. ` +
+        `It holds back the later records of "${batch.name}" until it is deleted from the outbox table or its payload rewritten`,
+    );
+    return { index, error };
   }
 
   #confirmed(batch: Batch): void {
