@@ -29,6 +29,19 @@ export function startupSuite(context: SuiteContext): void {
         expect((failure as Error).message).toContain('no_such_jobs');
       });
 
+      it(`${form}: a missing dead-letter table fails start() with a SchemaError that says how to make it`, async () => {
+        const jobs = jobsTable({ form, grouped: false });
+        await createTable(stand, context.db, jobs);
+        const broker = createBroker(context.db, context.brokers);
+        broker.subscribe(jobs.queue('emails'), () => undefined, { maxAttempts: 3, deadLetter: 'failed_jobs' });
+        const failure = await broker.start().catch((error: unknown) => error);
+        expect(failure).toBeInstanceOf(SchemaError);
+        expect((failure as SchemaError).statement).toMatch(/^settle\.deadLetter/);
+        expect((failure as Error).message).toContain(
+          `the dead-letter table "failed_jobs" needs the columns of "jobs", of the same types: create it from the queue table's declaration under its own name (defineTable({ ...declaration, table: 'failed_jobs' }).createTableSql())`,
+        );
+      });
+
       it(`${form}: a role naming a missing column fails start() with a SchemaError naming the column`, async () => {
         await createTable(stand, context.db, jobsTable({ form }));
         const declared = defineTable({

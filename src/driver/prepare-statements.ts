@@ -7,6 +7,8 @@ import type { Driver } from './driver.js';
 export interface PreparedFor {
   readonly kind: 'table' | 'outbox';
   readonly table: string;
+  /** The table dead letters move into, when they move into one. */
+  readonly deadLetterTable?: { readonly schema: string | undefined; readonly name: string } | undefined;
 }
 
 /**
@@ -17,16 +19,33 @@ export function schemaErrorOf(preparedFor: PreparedFor, statement: Statement, er
   if (!(error instanceof StatementError)) return error;
   const { kind, table } = preparedFor;
   const reason = error.cause instanceof Error ? error.cause.message : error.message;
+  const { deadLetterTable } = preparedFor;
   // The service's own text (defineTable's statements) is what to fix, not the table.
   const fix = statement.name.startsWith('statements.')
     ? `fix its text in defineTable({ statements }), or the tables and columns it names`
-    : 'create the table with createTableSql() or fix its columns';
+    : deadLetterTable !== undefined && statement.name.startsWith('settle.deadLetter')
+      ? deadLetterFix(table, deadLetterTable)
+      : 'create the table with createTableSql() or fix its columns';
   return new SchemaError({
     table,
     statement: statement.name,
     message: `${kind} "${table}": statement "${statement.name}" does not prepare on ${error.database} (${reason}); ${fix}`,
     cause: error,
   });
+}
+
+/**
+ * The move into a dead-letter table copies each column as it is, so a column of another type
+ * there (a payload declared `json` on one side only, say) does not prepare.
+ */
+function deadLetterFix(table: string, deadLetter: NonNullable<PreparedFor['deadLetterTable']>): string {
+  const { schema, name } = deadLetter;
+  const label = schema === undefined ? name : `${schema}.${name}`;
+  const names = schema === undefined ? `table: '${name}'` : `schema: '${schema}', table: '${name}'`;
+  return (
+    `the dead-letter table "${label}" needs the columns of "${table}", of the same types: create it from the queue table's ` +
+    `declaration under its own name (defineTable({ ...declaration, ${names} }).createTableSql()), or fix its columns`
+  );
 }
 
 /**

@@ -252,6 +252,7 @@ export class Subscription {
       await prepareStatements(runtime.driver, [...form.statements, ...reservations], {
         kind: 'table',
         table: this.queue.table.spec.qualifiedName,
+        deadLetterTable: deadLetter?.kind === 'table' ? deadLetter : undefined,
       });
     } catch (error) {
       form.close();
