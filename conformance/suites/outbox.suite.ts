@@ -9,6 +9,7 @@ import {
   Outcome,
   OUTBOX_RECORD_ID_HEADER,
   queueDestination,
+  type Broker,
   type Outbox,
   type OutboxDeclaration,
   type OutboxDestination,
@@ -101,6 +102,12 @@ class RecordingDestination implements OutboxDestination {
       this.received.push(record);
     }
   }
+}
+
+/** The value of one series (name and labels, as the text format writes them) in the broker's metrics. */
+function metricValue(broker: Broker, series: string): number | undefined {
+  const line = broker.metrics().split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
 /** The service's transaction. On a SQLite file its BEGIN IMMEDIATE meets the broker's writes (SQLITE_BUSY); a service retries it, as this does. */
@@ -231,6 +238,12 @@ export function outboxSuite(context: SuiteContext): void {
         expect(sendErrors.items.length).toBe(relay.stats().failedSends);
         expect(sendErrors.items[0]).toBeInstanceOf(DestinationError);
         expect(await unprocessedRecords(context.db)).toBe(0);
+        // The relay's counts in the broker's metrics, as a scrape reads them.
+        const series = (name: string) => metricValue(broker, `${name}{outbox="outbox",destination="received table (flaky)"}`);
+        expect(series('tablequeue_outbox_relayed_total')).toBe(18);
+        expect(series('tablequeue_outbox_failed_sends_total')).toBe(relay.stats().failedSends);
+        expect(series('tablequeue_outbox_sends_total')).toBe(relay.stats().sends);
+        expect(series('tablequeue_outbox_names_waiting_to_retry')).toBe(0);
       } finally {
         await pool.end();
       }
@@ -381,7 +394,13 @@ export function outboxSuite(context: SuiteContext): void {
 
         const relaying = createBroker(context.db, context.brokers);
         const errors = new Collector<Error>();
-        relaying.on('error', (error) => errors.push(error));
+        // What a scrape reads once the error's backoff is set (in the same turn, after the report).
+        const waiting = `tablequeue_outbox_names_waiting_to_retry{outbox="outbox",destination="tablequeue queue \\"jobs/events\\""}`;
+        const waitingAtErrors = new Collector<number | undefined>();
+        relaying.on('error', (error) => {
+          errors.push(error);
+          queueMicrotask(() => waitingAtErrors.push(metricValue(relaying, waiting)));
+        });
         relaying.relay(outbox, queueDestination(events), { batch: 10, retryBackoff: { initialMs: 50, maxMs: 200 } });
         const handled = new Collector<unknown>();
         relaying.subscribe(events, (message) => {
@@ -399,6 +418,8 @@ export function outboxSuite(context: SuiteContext): void {
         expect(refused!.message).toContain('until it is deleted from the outbox table or its payload rewritten');
         expect(await handled.waitFor(1)).toEqual([{ n: 1 }]);
         expect(await unprocessedRecords(context.db)).toBe(2);
+
+        expect(await waitingAtErrors.waitFor(1)).toContain(1);
 
         await context.db.query(`DELETE FROM outbox WHERE id = ${placeholder(stand, 1)}`, [ids[1]]);
         await handled.waitFor(2);

@@ -298,6 +298,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
         onError: (error, detail) => this.#reportError(error, detail),
         onWarning: (message) => this.#reportWarning(message),
       });
+      for (const relay of this.#relays) this.#observability.forRelay(() => relay.stats());
       // After the opens above, which found every table.
       await warnOfLooseTextCollations({
         driver,

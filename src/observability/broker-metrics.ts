@@ -57,6 +57,22 @@ export interface SubscriptionLabels {
 
 const LABELS = ['table', 'queue'];
 
+/** What a relay's metrics read from its `stats()`. */
+export interface RelayMetricCounts {
+  readonly outbox: string;
+  readonly destination: string;
+  readonly relayed: number;
+  readonly sends: number;
+  readonly failedSends: number;
+  readonly leasesLost: number;
+  readonly namesInWork: number;
+  readonly namesWaitingToRetry: number;
+}
+
+type RelayCopiedCount = 'relayed' | 'sends' | 'failedSends' | 'leasesLost';
+
+const RELAY_LABELS = ['outbox', 'destination'];
+
 /** The counts copied into counters; the others go into gauges. */
 type CopiedCount = keyof Omit<SubscriptionCounts, 'inWork' | 'connectionsHeld' | 'paused' | 'concurrency' | 'rate' | 'rateHeldBack'>;
 
@@ -105,6 +121,9 @@ export class BrokerMetrics {
   readonly #scheduleFires: MetricFamily<Counter>;
   readonly #scheduleMissed: MetricFamily<Counter>;
   readonly #prunedRows: MetricFamily<Counter>;
+  readonly #relayCopied: Record<RelayCopiedCount, MetricFamily<Counter>>;
+  readonly #relayNamesInWork: MetricFamily<Gauge>;
+  readonly #relayNamesWaiting: MetricFamily<Gauge>;
 
   constructor(poolStats: () => PoolStats | undefined) {
     const registry = this.#registry;
@@ -192,6 +211,26 @@ export class BrokerMetrics {
       'Rows retention deleted on this broker: processed rows and dead letters past their age, and passed dedupeForMs windows (broker.retain).',
       ['table', 'kind'],
     );
+    const relayCounter = (name: string, help: string) => counter(name, help, RELAY_LABELS);
+    this.#relayCopied = {
+      relayed: relayCounter('tablequeue_outbox_relayed_total', 'Outbox records the destination confirmed and this broker\'s relay marked processed (or deleted).'),
+      sends: relayCounter('tablequeue_outbox_sends_total', 'Batches of one record name the destination confirmed.'),
+      failedSends: relayCounter(
+        'tablequeue_outbox_failed_sends_total',
+        'Batches whose send failed, or that held a record the destination could never take; their records wait a backoff and go again.',
+      ),
+      leasesLost: relayCounter('tablequeue_outbox_leases_lost_total', 'Batches whose lease another claim took while they were out; their records are sent again.'),
+    };
+    this.#relayNamesInWork = registry.gauge({
+      name: 'tablequeue_outbox_names_in_work',
+      help: 'Record names this relay is sending now.',
+      labelNames: RELAY_LABELS,
+    });
+    this.#relayNamesWaiting = registry.gauge({
+      name: 'tablequeue_outbox_names_waiting_to_retry',
+      help: 'Record names whose last send failed, waiting their backoff; a name that stays here holds its later records back.',
+      labelNames: RELAY_LABELS,
+    });
     const gauge = (name: string, help: string) => registry.gauge({ name, help }).labels();
     const pool = {
       size: gauge('tablequeue_pool_size_connections', 'The most connections the pool opens.'),
@@ -260,6 +299,23 @@ export class BrokerMetrics {
       handlerSeconds: this.#handlerSeconds.labels(...values),
       publishToHandlerSeconds: this.#publishToHandlerSeconds.labels(...values),
       settled,
+    });
+  }
+
+  /** Resolves a relay's series and copies its counts in whenever metrics are read. */
+  forRelay(stats: () => RelayMetricCounts): void {
+    const { outbox, destination } = stats();
+    const copied = Object.entries(this.#relayCopied).map(([key, family]) => ({
+      key: key as RelayCopiedCount,
+      series: family.labels(outbox, destination),
+    }));
+    const namesInWork = this.#relayNamesInWork.labels(outbox, destination);
+    const namesWaiting = this.#relayNamesWaiting.labels(outbox, destination);
+    this.#registry.addCollector(() => {
+      const now = stats();
+      for (const { key, series } of copied) series.setTotal(now[key]);
+      namesInWork.set(now.namesInWork);
+      namesWaiting.set(now.namesWaitingToRetry);
     });
   }
 

@@ -2,7 +2,7 @@ import type { Queue } from '../definition/define-table.js';
 import type { PoolStats } from '../driver/driver.js';
 import { ClosedError } from '../errors.js';
 import type { KeyedPublishResult, PublishItem, PublishOptions } from '../publish/publish-options.js';
-import { BrokerMetrics, type SubscriptionCounts } from './broker-metrics.js';
+import { BrokerMetrics, type RelayMetricCounts, type SubscriptionCounts } from './broker-metrics.js';
 import { serveMetrics, type MetricsEndpoint, type ServeMetricsOptions } from './metrics-endpoint.js';
 import { SubscriptionObserver } from './subscription-observer.js';
 import { loadTracing, type Tracing } from './tracing.js';
@@ -108,6 +108,11 @@ export class Observability {
   /** A retention batch committed: the rows it deleted of one kind. */
   pruned(table: string, kind: string, rowCount: number): void {
     this.#metrics.countPruned(table, kind, rowCount);
+  }
+
+  /** A relay opened: its counts are copied into the metrics at each scrape. */
+  forRelay(stats: () => RelayMetricCounts): void {
+    this.#metrics.forRelay(stats);
   }
 
   /** A schedule's firing committed: the ticks it wrote messages for, and those it counted missed. */
