@@ -60,7 +60,7 @@ describe('queueDestination', () => {
     );
     expect(into.refusalOf?.({ name: 'events', payload: Buffer.from('not json') })).toMatch(/not UTF-8 JSON/);
     expect(queueDestination(json).refusalOf?.({ name: 'events', payload: Buffer.from('{') })).toMatch(/not UTF-8 JSON/);
-    expect(queueDestination(jobs.queue('events')).refusalOf?.({ name: 'events', payload: Buffer.from([0xff]) })).toBeUndefined();
+    expect(queueDestination(jobs.queue('events')).refusalOf).toBeUndefined();
   });
 
   it('takes a grouped table, each record to the queue of its name', () => {

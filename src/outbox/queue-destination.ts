@@ -53,13 +53,14 @@ export function queueDestination(target: Queue<unknown> | QueueTable, options: Q
     records.map((record) => ({ payload: record.payload, headers: { ...record.headers } }));
   const description =
     target instanceof Queue ? `tablequeue queue "${target.label}"` : `tablequeue table "${spec.qualifiedName}" (a queue per record name)`;
+  // A bytes column takes any record: without the check, a write is not encoded twice for it.
   const refusalOf = (record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined =>
-    spec.payloadHolds === 'json' && jsonTextOf(record.payload) === undefined
+    jsonTextOf(record.payload) === undefined
       ? `the payload column "${spec.payload}" of table "${spec.qualifiedName}" holds JSON, and the record's payload bytes are not UTF-8 JSON`
       : undefined;
   return {
     description,
-    refusalOf,
+    ...(spec.payloadHolds === 'json' ? { refusalOf } : {}),
     open: () => Promise.resolve(),
     close: () => Promise.resolve(),
     sharesDatabaseWith: (broker) => otherBroker === undefined || otherBroker === broker,
