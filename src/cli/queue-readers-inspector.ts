@@ -4,7 +4,7 @@ import { openDialect } from '../broker/open-dialect.js';
 import { QueueControls } from '../broker/queue-controls.js';
 import { WHOLE_TABLE_QUEUE_NAME } from '../dialect/queue-control-statements.js';
 import { BrokerDirectory } from '../dashboard/broker-directory.js';
-import { countsRowsInWork, queueReadersOf, unindexedRowsInWorkOf, type QueueReaders, type UnindexedRowsInWork } from '../dashboard/queue-readers.js';
+import { queueReadersOf, someReaderCountsRowsInWork, unindexedRowsInWorkOf, type QueueReaders, type UnindexedRowsInWork } from '../dashboard/queue-readers.js';
 import { createDriver } from '../driver/create-driver.js';
 
 /** An inspection with what the brokers' heartbeats say of its queues. */
@@ -62,7 +62,7 @@ export async function openQueueReadersInspector(
         const [inspection, brokers, pausedQueues] = await Promise.all([inspector.inspect(), directory.list(), paused()]);
         const readers = queueReadersOf(brokers, inspector.spec, inspection.groups, inspector.deadLetter);
         // Like the heartbeats and the pauses, a read that fails tells nothing rather than failing the counts.
-        const index = countsRowsInWork(readers) ? await inspector.readInWorkIndex().catch(() => null) : null;
+        const index = someReaderCountsRowsInWork(readers) ? await inspector.readInWorkIndex().catch(() => null) : null;
         return { ...inspection, heartbeatTable, readers, unindexedRowsInWork: unindexedRowsInWorkOf(readers, index), queueControlsTable, paused: pausedQueues };
       },
       close: async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { GroupCounts } from '../admin/inspection.js';
 import type { BrokerList, BrokerSeen } from './broker-directory.js';
-import { countsRowsInWork, queueReadersOf, unindexedRowsInWorkOf } from './queue-readers.js';
+import { queueReadersOf, someReaderCountsRowsInWork, unindexedRowsInWorkOf } from './queue-readers.js';
 
 function broker(id: string, subscriptions: unknown[]): BrokerSeen {
   return { id, host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions };
@@ -76,7 +76,7 @@ describe('queueReadersOf', () => {
       ['older', 'concurrency'],
       ['older-rows', null],
     ]);
-    expect(countsRowsInWork(readers)).toBe(true);
+    expect(someReaderCountsRowsInWork(readers)).toBe(true);
     const createIndexSql = 'CREATE INDEX jobs_in_work ON jobs (queue, locked_until)';
     expect(unindexedRowsInWorkOf(readers, { isPresent: false, createIndexSql })).toEqual({
       queues: [
@@ -91,7 +91,7 @@ describe('queueReadersOf', () => {
     expect(unindexedRowsInWorkOf(null, { isPresent: false, createIndexSql })).toBeNull();
 
     const uncounted = queueReadersOf(list([broker('a', [{ queue: 'jobs/emails', form: 'lease', concurrency: null, countsRowsInWork: null }])]), jobs, []);
-    expect(countsRowsInWork(uncounted)).toBe(false);
+    expect(someReaderCountsRowsInWork(uncounted)).toBe(false);
     expect(unindexedRowsInWorkOf(uncounted, { isPresent: false, createIndexSql })).toBeNull();
   });
 

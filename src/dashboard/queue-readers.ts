@@ -53,7 +53,7 @@ export function unindexedRowsInWorkOf(readers: QueueReaders | null, index: InWor
 }
 
 /** Whether any reported queue counts its rows in work, so that the table's indexes are worth a read. */
-export function countsRowsInWork(readers: QueueReaders | null): boolean {
+export function someReaderCountsRowsInWork(readers: QueueReaders | null): boolean {
   return readers !== null && readers.reported.some((queue) => queue.countsRowsInWork !== null);
 }
 

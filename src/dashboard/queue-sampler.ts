@@ -5,7 +5,7 @@ import { abortableSleep } from '../internal/abortable-sleep.js';
 import { parseQualifiedName } from '../table/identifier.js';
 import type { BrokerList } from './broker-directory.js';
 import type { ThroughputPoint } from './dashboard-api.js';
-import { countsRowsInWork, queueReadersOf, unindexedRowsInWorkOf, type QueueReaders, type UnindexedRowsInWork } from './queue-readers.js';
+import { queueReadersOf, someReaderCountsRowsInWork, unindexedRowsInWorkOf, type QueueReaders, type UnindexedRowsInWork } from './queue-readers.js';
 
 /** One inspected table as the dashboard needs it. */
 export interface WatchedTable {
@@ -221,7 +221,7 @@ export class QueueSampler {
 
   /** The table's indexes are read only while a reporting broker counts rows in work on it; a failed read tells nothing. */
   async #unindexedRowsInWork(watched: WatchedTable, readers: QueueReaders | null): Promise<UnindexedRowsInWork | null> {
-    if (!countsRowsInWork(readers)) return null;
+    if (!someReaderCountsRowsInWork(readers)) return null;
     try {
       return unindexedRowsInWorkOf(readers, await watched.inspector.readInWorkIndex());
     } catch (error) {
