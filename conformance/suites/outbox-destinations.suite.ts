@@ -1,6 +1,7 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it, type TestContext } from 'vitest';
 import {
   defineOutbox,
+  EncodeError,
   NatsDestination,
   RabbitMqDestination,
   type Broker,
@@ -10,7 +11,7 @@ import {
   type Relay,
 } from '../../src/index.js';
 import { createDeferred, type Deferred } from '../../src/internal/deferred.js';
-import { Collector, countRows, createBroker, stopAll, untilRelayed } from '../fixtures.js';
+import { Collector, countRows, createBroker, placeholder, stopAll, untilRelayed } from '../fixtures.js';
 import { spawnRelay } from '../processes/outbox-spawn-relay.js';
 import { skipTestWhenMissing } from '../require-live.js';
 import type { SuiteContext } from '../run-conformance.js';
@@ -67,6 +68,7 @@ function observed(destination: OutboxDestination, confirmed: Collector<string>):
       await destination.send(records);
       for (const record of records) confirmed.push(record.id);
     },
+    ...(destination.refusalOf === undefined ? {} : { refusalOf: (record) => destination.refusalOf!(record) }),
   };
 }
 
@@ -235,6 +237,30 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
         });
       });
     }
+
+    it("nats: a record over the server's max_payload is refused at the write, and named by a relay that meets one; the records around it go", async (test) => {
+      const target = await targetOf('nats', test);
+      // Over the server's default max_payload of 1 MiB, under the broker's maxPayloadBytes of 8 MiB.
+      const oversized = Buffer.alloc(2 * 1024 * 1024, 0x61);
+      // Written by a broker that relays nothing, as another service's process would write it.
+      const writer = createBroker(context.db, context.brokers);
+      await writer.start();
+      const ids = await write(writer, [{ n: 1 }, oversized, { n: 3 }].map((payload) => ({ name: 'orders', payload })));
+
+      const confirmed = new Collector<string>();
+      const errors = new Collector<Error>();
+      const { broker } = await relayingBroker(observed(target.destination(), confirmed));
+      broker.on('error', (error) => errors.push(error));
+      const [refused] = await errors.waitFor(1);
+      expect(refused).toBeInstanceOf(EncodeError);
+      expect(refused!.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is ${oversized.byteLength} bytes, over the server's max_payload`);
+      expect(confirmed.items).toEqual([ids[0]]);
+      await expect(write(broker, [{ name: 'orders', payload: oversized }])).rejects.toThrow(/which could never take this record of "orders": its payload is \d+ bytes, over the server's max_payload/);
+
+      await context.db.query(`DELETE FROM outbox WHERE id = ${placeholder(stand, 1)}`, [ids[1]]);
+      await confirmed.waitFor(2);
+      expect(confirmed.items).toEqual([ids[0], ids[2]]);
+    });
 
     it('two relays at once never send a record twice while both live', async (test) => {
       const target = await targetOf('rabbitmq', test);

@@ -21,6 +21,12 @@ import { RelaySignals, type RelayCounts, type RelayRuntime, type RelayStats } fr
  */
 type SentWithin = DeliveryTransaction | 'leaseLost' | 'notBegun';
 
+/** The first record of a batch its destination could never take: its place in the batch, and the error that names it. */
+interface RefusedRecord {
+  readonly index: number;
+  readonly error: EncodeError;
+}
+
 /** Set by Relay's static block, which alone may read a relay's signals; for `testSignalsOfRelay`. */
 let signalsOfRelay: (relay: Relay) => RelaySignals;
 
@@ -147,7 +153,15 @@ export class Relay {
     let batch = await this.#batches!.claim(name);
     this.#signals.claimed.emit(batch?.records.length ?? 0);
     if (batch === undefined) return false;
-    let refused = this.#refusedRecordOf(batch);
+    let refused: RefusedRecord | undefined;
+    try {
+      // Opened first: a destination may know what it refuses only once connected (a server's size limit).
+      await this.#link.open();
+      refused = this.#refusedRecordOf(batch);
+    } catch (error) {
+      await this.#retryLater(batch, error);
+      return true;
+    }
     if (refused !== undefined && refused.index > 0) {
       // The records before it go now: the batch is handed back (due at once) and they are
       // claimed alone. The refused record then heads the name's next batch.
@@ -223,7 +237,7 @@ export class Relay {
    * or one written before this relay was declared): its place in the batch and the error that
    * names it.
    */
-  #refusedRecordOf(batch: Batch): { readonly index: number; readonly error: EncodeError } | undefined {
+  #refusedRecordOf(batch: Batch): RefusedRecord | undefined {
     const { destination } = this;
     if (destination.refusalOf === undefined) return undefined;
     const index = batch.records.findIndex((record) => destination.refusalOf!(record) !== undefined);

@@ -37,6 +37,16 @@ describe('NatsDestination options', () => {
     await expect(send).rejects.toThrowError(/is not connected; open\(\) it first/);
     await destination.close();
   });
+
+  it('refuses a record whose name maps to no subject one can publish to; its size only once connected', () => {
+    const destination = new NatsDestination({ servers: '127.0.0.1:4222', subjectOf: (name) => `orders.${name}` });
+    const payload = Buffer.alloc(4 * 1024 * 1024);
+    expect(destination.refusalOf({ name: 'paid', payload })).toBeUndefined();
+    expect(destination.refusalOf({ name: 'paid now', payload })).toBe(
+      'the name "paid now" maps to subject "orders.paid now", which is not a subject one can publish to (no whitespace, empty tokens or wildcards); rename the records or change subjectPrefix/subjectOf',
+    );
+    expect(destination.refusalOf({ name: '>', payload })).toMatch(/not a subject one can publish to/);
+  });
 });
 
 describe('loadNats', () => {

@@ -218,21 +218,27 @@ export class NatsDestination implements OutboxDestination {
     }
   }
 
+  /**
+   * A record no send could ever publish: its name maps to a subject one cannot publish to, or
+   * (once connected) its payload alone is over the server's `max_payload`. The relay sends the
+   * records before it and names it; a broker relaying here refuses to write it.
+   */
+  refusalOf(record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined {
+    const subject: unknown = this.#subjectOf(record.name);
+    if (!isPublishableSubject(subject)) return unpublishableSubject(record.name, subject);
+    const maxPayload = this.#connection?.info?.max_payload;
+    if (maxPayload !== undefined && record.payload.byteLength > maxPayload) {
+      return `its payload is ${record.payload.byteLength} bytes, over the server's max_payload of ${maxPayload} (headers included); raise max_payload on the server or send smaller records`;
+    }
+    return undefined;
+  }
+
   #subjectFor(record: OutboxRecord): string {
     const subject: unknown = this.#subjectOf(record.name);
-    const isPublishable =
-      typeof subject === 'string' &&
-      !/\s/.test(subject) &&
-      subject.split('.').every((token) => token !== '' && token !== '*' && token !== '>');
-    if (!isPublishable) {
-      throw new DestinationError({
-        destination: this.description,
-        message:
-          `outbox record ${record.id} named "${record.name}" maps to subject "${String(subject)}", which is not a subject one can publish to ` +
-          '(no whitespace, empty tokens or wildcards); rename the records or change subjectPrefix/subjectOf',
-      });
+    if (!isPublishableSubject(subject)) {
+      throw new DestinationError({ destination: this.description, message: `outbox record ${record.id}: ${unpublishableSubject(record.name, subject)}` });
     }
-    return subject as string;
+    return subject;
   }
 
   #headersFor(library: NatsModuleLike, record: OutboxRecord): NatsHeadersLike {
@@ -356,4 +362,15 @@ function reasonOf(error: unknown): string {
   const apiError = (error as NatsErrorLike | undefined)?.api_error;
   if (apiError?.description !== undefined) return apiError.description;
   return error instanceof Error ? error.message : String(error);
+}
+
+function isPublishableSubject(subject: unknown): subject is string {
+  return typeof subject === 'string' && !/\s/.test(subject) && subject.split('.').every((token) => token !== '' && token !== '*' && token !== '>');
+}
+
+function unpublishableSubject(name: string, subject: unknown): string {
+  return (
+    `the name "${name}" maps to subject "${String(subject)}", which is not a subject one can publish to ` +
+    '(no whitespace, empty tokens or wildcards); rename the records or change subjectPrefix/subjectOf'
+  );
 }

@@ -52,6 +52,8 @@ export interface NatsConnectionLike<Headers extends NatsHeadersLike = NatsHeader
   jetstreamManager(options: { readonly timeout: number }): Promise<NatsJetStreamManagerLike<Storage>>;
   isClosed(): boolean;
   close(): Promise<void>;
+  /** What the server said of itself when the connection opened; `max_payload` bounds a message's headers and payload. */
+  readonly info?: { readonly max_payload: number } | undefined;
 }
 
 export interface NatsConnectOptionsLike {
