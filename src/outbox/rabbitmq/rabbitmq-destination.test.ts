@@ -31,6 +31,15 @@ describe('RabbitMqDestination options', () => {
     await expect(send).rejects.toThrowError(ConnectionError);
     await destination.close();
   });
+
+  it('refuses a record whose name maps to a routing key AMQP cannot carry (over 255 bytes)', () => {
+    const destination = new RabbitMqDestination({ url: 'amqp://h', exchange: 'events', routingKeyOf: (name) => `orders.${name}` });
+    const payload = Buffer.from('x');
+    expect(destination.refusalOf({ name: 'é'.repeat(124), payload })).toBeUndefined();
+    expect(destination.refusalOf({ name: 'é'.repeat(125), payload })).toMatch(
+      /^the name "é+" maps to a routing key that is not a string of at most 255 bytes; shorten the name or change routingKeyOf$/,
+    );
+  });
 });
 
 describe('loadAmqplib', () => {

@@ -272,15 +272,19 @@ export class RabbitMqDestination implements OutboxDestination {
     }
   }
 
+  /**
+   * A record no send could ever publish: its name maps to no routing key AMQP can carry. The
+   * relay sends the records before it and names it; a broker relaying here refuses to write it.
+   */
+  refusalOf(record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined {
+    const routingKey: unknown = this.#routingKeyOf(record.name);
+    return isRoutingKey(routingKey) ? undefined : unusableRoutingKey(record.name);
+  }
+
   #routingKeyFor(record: OutboxRecord): string {
     const routingKey: unknown = this.#routingKeyOf(record.name);
-    if (typeof routingKey !== 'string' || Buffer.byteLength(routingKey) > MAX_ROUTING_KEY_BYTES) {
-      throw new DestinationError({
-        destination: this.description,
-        message:
-          `outbox record ${record.id} named "${record.name}" maps to a routing key that is not a string of at most ` +
-          `${MAX_ROUTING_KEY_BYTES} bytes; shorten the name or change routingKeyOf`,
-      });
+    if (!isRoutingKey(routingKey)) {
+      throw new DestinationError({ destination: this.description, message: `outbox record ${record.id}: ${unusableRoutingKey(record.name)}` });
     }
     return routingKey;
   }
@@ -376,4 +380,12 @@ function positiveMs(name: string, value: number): number {
 
 function reasonOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+function isRoutingKey(routingKey: unknown): routingKey is string {
+  return typeof routingKey === 'string' && Buffer.byteLength(routingKey) <= MAX_ROUTING_KEY_BYTES;
+}
+
+function unusableRoutingKey(name: string): string {
+  return `the name "${name}" maps to a routing key that is not a string of at most ${MAX_ROUTING_KEY_BYTES} bytes; shorten the name or change routingKeyOf`;
 }
