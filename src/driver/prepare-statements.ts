@@ -17,9 +17,8 @@ export interface PreparedFor {
  */
 export function schemaErrorOf(preparedFor: PreparedFor, statement: Statement, error: unknown): unknown {
   if (!(error instanceof StatementError)) return error;
-  const { kind, table } = preparedFor;
+  const { kind, table, deadLetterTable } = preparedFor;
   const reason = error.cause instanceof Error ? error.cause.message : error.message;
-  const { deadLetterTable } = preparedFor;
   // The service's own text (defineTable's statements) is what to fix, not the table.
   const fix = statement.name.startsWith('statements.')
     ? `fix its text in defineTable({ statements }), or the tables and columns it names`

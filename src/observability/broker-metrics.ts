@@ -221,16 +221,12 @@ export class BrokerMetrics {
       ),
       leasesLost: relayCounter('tablequeue_outbox_leases_lost_total', 'Batches whose lease another claim took while they were out; their records are sent again.'),
     };
-    this.#relayNamesInWork = registry.gauge({
-      name: 'tablequeue_outbox_names_in_work',
-      help: 'Record names this relay is sending now.',
-      labelNames: RELAY_LABELS,
-    });
-    this.#relayNamesWaiting = registry.gauge({
-      name: 'tablequeue_outbox_names_waiting_to_retry',
-      help: 'Record names whose last send failed, waiting their backoff; a name that stays here holds its later records back.',
-      labelNames: RELAY_LABELS,
-    });
+    const relayGauge = (name: string, help: string) => registry.gauge({ name, help, labelNames: RELAY_LABELS });
+    this.#relayNamesInWork = relayGauge('tablequeue_outbox_names_in_work', 'Record names this relay is sending now.');
+    this.#relayNamesWaiting = relayGauge(
+      'tablequeue_outbox_names_waiting_to_retry',
+      'Record names whose last send failed, waiting their backoff; a name that stays here holds its later records back.',
+    );
     const gauge = (name: string, help: string) => registry.gauge({ name, help }).labels();
     const pool = {
       size: gauge('tablequeue_pool_size_connections', 'The most connections the pool opens.'),

@@ -240,14 +240,16 @@ export class Relay {
   #refusedRecordOf(batch: Batch): RefusedRecord | undefined {
     const { destination } = this;
     if (destination.refusalOf === undefined) return undefined;
-    const index = batch.records.findIndex((record) => destination.refusalOf!(record) !== undefined);
-    if (index < 0) return undefined;
-    const record = batch.records[index]!;
-    const error = new EncodeError(
-      `relay of outbox "${this.outbox.label}" to ${destination.description}: record ${record.id} of "${batch.name}" can never be sent there: ${destination.refusalOf(record)!}. ` +
-        `It holds back the later records of "${batch.name}" until it is deleted from the outbox table or its payload rewritten`,
-    );
-    return { index, error };
+    for (const [index, record] of batch.records.entries()) {
+      const reason = destination.refusalOf(record);
+      if (reason === undefined) continue;
+      const error = new EncodeError(
+        `relay of outbox "${this.outbox.label}" to ${destination.description}: record ${record.id} of "${batch.name}" can never be sent there: ${reason}. ` +
+          `It holds back the later records of "${batch.name}" until it is deleted from the outbox table or its payload rewritten`,
+      );
+      return { index, error };
+    }
+    return undefined;
   }
 
   #confirmed(batch: Batch): void {
