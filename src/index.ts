@@ -69,6 +69,7 @@ export type { OutboxDeclaration } from './outbox/define-outbox.js';
 export { Outbox } from './outbox/outbox.js';
 export { Relay } from './outbox/relay.js';
 export type { RelayStats } from './outbox/relay-runtime.js';
+export type { RelayWaitingName } from './outbox/name-backoffs.js';
 export type { RelayOptions } from './outbox/relay-options.js';
 export { OUTBOX_RECORD_ID_HEADER } from './outbox/destination.js';
 export type { OutboxDestination, OutboxRecord, RelayTransaction } from './outbox/destination.js';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { LAST_ERROR_HEADER } from '../../src/admin/open-queue-inspector.js';
 import { openDashboard } from '../../src/dashboard/dashboard.js';
 import { createDriver } from '../../src/driver/create-driver.js';
-import { Broker, defineTable } from '../../src/index.js';
+import { Broker, defineOutbox, defineTable, DestinationError, type OutboxDestination, type OutboxRecord } from '../../src/index.js';
 import { launchBrowser } from './dashboard-harness.js';
 
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
@@ -33,6 +33,19 @@ const table = defineTable({
   payload: 'payload',
 });
 
+const outbox = defineOutbox({ table: 'outbox', id: 'id', name: 'name', payload: 'payload', processedAt: 'processed_at', lockedUntil: 'locked_until' });
+
+/** A webhook that takes orders and is down for invoices, so the page shows a relay with a name waiting to retry. */
+const billingWebhook: OutboxDestination = {
+  description: 'https://billing.example/hooks',
+  open: () => Promise.resolve(),
+  close: () => Promise.resolve(),
+  send: (records: readonly OutboxRecord[]) =>
+    records[0]?.name === 'invoices'
+      ? Promise.reject(new DestinationError({ destination: 'https://billing.example/hooks', message: 'HTTP 503 Service Unavailable' }))
+      : Promise.resolve(),
+};
+
 const DEAD_LETTERS = [
   { to: 'ana@example.com', error: 'smtp 550: mailbox unavailable' },
   { to: 'bo@example.org', error: 'timeout after 30000 ms talking to smtp.example.org' },
@@ -44,7 +57,7 @@ async function main(): Promise<void> {
   // A relative file name, so the page's header shows no path of the machine that took the pictures.
   process.chdir(directory);
   const database = 'sqlite:./queue.db';
-  for (const sql of table.createTableSql('sqlite')) await execute(database, sql);
+  for (const sql of [...table.createTableSql('sqlite'), ...outbox.createTableSql('sqlite')]) await execute(database, sql);
 
   // Handlers that take as long as real work would: emails drain at about 100 rows a second,
   // webhooks at 40, reports at 4.
@@ -52,6 +65,9 @@ async function main(): Promise<void> {
   const emailWorker = new Broker({ database, pollIntervalMs: 100, heartbeat: { intervalMs: 1_000 } });
   emailWorker.subscribe(table.queue('emails'), () => pause(40), { workers: 4 });
   emailWorker.subscribe(table.queue('webhooks'), () => pause(50), { workers: 2 });
+  // The relay's failed sends are what the page shows; they need no log line here.
+  emailWorker.on('error', () => undefined);
+  emailWorker.relay(outbox, billingWebhook, { retryBackoff: { initialMs: 2_000, maxMs: 60_000 } });
   const reportWorker = new Broker({ database, pollIntervalMs: 100, heartbeat: { intervalMs: 1_000 } });
   reportWorker.subscribe(table.queue('reports'), () => pause(250), { workers: 1 });
   await Promise.all([emailWorker.start(), reportWorker.start()]);
@@ -60,6 +76,9 @@ async function main(): Promise<void> {
     await emailWorker.publish(table.queue('dead'), { template: 'welcome', to: dead.to, locale: index === 0 ? 'pt-BR' : 'en' }, {
       headers: { [LAST_ERROR_HEADER]: dead.error },
     });
+  }
+  for (const name of ['orders', 'orders', 'invoices', 'orders']) {
+    await execute(database, `INSERT INTO outbox (name, payload) VALUES ('${name}', '{"total": 120}')`);
   }
   // As a subscription with maxAttempts 5 leaves them.
   await execute(database, "UPDATE jobs SET attempt = 5 WHERE queue = 'dead'");

@@ -5,7 +5,7 @@ import type { DeadLettersBody } from '../../src/dashboard/dashboard-api.js';
 import { openDashboard } from '../../src/dashboard/dashboard.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
 import { createDeferred } from '../../src/internal/deferred.js';
-import { Broker, type QueueTable } from '../../src/index.js';
+import { Broker, defineOutbox, DestinationError, type OutboxDestination, type QueueTable } from '../../src/index.js';
 import type { Dialog } from 'playwright-core';
 import { Collector, countRows, createBroker, createTable, jobsTable, placeholder, untilStats, waitForDatabase } from '../fixtures.js';
 import { describeWhenLive } from '../require-live.js';
@@ -270,6 +270,42 @@ export function dashboardSuite(context: SuiteContext): void {
       await subscription.waitFor();
       expect(await page.locator('#brokers tr[data-broker]').count()).toBe(1);
       expect(await subscription.textContent()).toContain('at most 3 in work');
+    });
+
+    it('lists the outbox relays a broker runs, with the names they wait to send again and the last error', async () => {
+      const outbox = defineOutbox({ table: 'relayed_outbox', id: 'id', name: 'name', payload: 'payload', processedAt: 'processed_at', lockedUntil: 'locked_until' });
+      for (const sql of outbox.createTableSql(stand.ddlDialect)) await db.exec(sql);
+      const relaying = beatingBroker(db, 'tq_relaying_brokers');
+      const failedSends = new Collector<unknown>();
+      relaying.on('error', (error, detail) => {
+        if (detail['phase'] === 'send') failedSends.push(error);
+      });
+      const unreachable: OutboxDestination = {
+        description: 'billing webhook',
+        open: () => Promise.resolve(),
+        close: () => Promise.resolve(),
+        send: () => Promise.reject(new DestinationError({ destination: 'billing webhook', message: 'HTTP 503 <from billing>' })),
+      };
+      relaying.relay(outbox, unreachable, { retryBackoff: { initialMs: 600_000, maxMs: 600_000 } });
+      await relaying.start();
+      const dashboard = await startDashboardProcess([...commonFlags(), '--table', 'jobs', '--heartbeat-table', 'tq_relaying_brokers']);
+      try {
+        const insert = `INSERT INTO relayed_outbox (name, payload) VALUES ('invoices', ${placeholder(stand, 1)})`;
+        await driver.execute({ name: 'test.outbox', sql: insert, values: [Buffer.from('{"n":1}')] });
+        await failedSends.waitFor(1);
+        const { page } = browser;
+        await page.goto(dashboard.url);
+        const waiting = page.locator('#brokers li[data-relay="relayed_outbox"] li[data-waiting-name="invoices"]');
+        await waiting.waitFor();
+        const relayText = await page.locator('#brokers li[data-relay="relayed_outbox"]').textContent();
+        expect(relayText).toContain('→ billing webhook');
+        expect(relayText).toContain('1 waiting to retry');
+        expect(await waiting.textContent()).toMatch(/1 failed send in a row · again in \d+ min/);
+        // The error is shown as text: its markup is not the page's.
+        expect(await waiting.locator('.error').textContent()).toBe('DestinationError: HTTP 503 <from billing>');
+      } finally {
+        await Promise.allSettled([dashboard.stop(), relaying.stop()]);
+      }
     });
 
     it('updates the throughput chart while a broker drains', async () => {

@@ -18,8 +18,23 @@ import {
 } from '../../src/index.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import { testSignalsOfRelay } from '../../src/outbox/relay.js';
-import { Collector, countRows, createBroker, createTable, formsOf, jobsDeclaration, jobsTable, placeholder, untilRelayed, untilStats } from '../fixtures.js';
+import {
+  Collector,
+  countRows,
+  createBroker,
+  createTable,
+  formsOf,
+  jobsDeclaration,
+  jobsTable,
+  placeholder,
+  untilRelayed,
+  untilStats,
+  waitForDatabase,
+} from '../fixtures.js';
 import { spawnRelay } from '../processes/spawn-relay.js';
+import { runCliHere } from '../../src/cli/run-cli.fixture.js';
+import { BrokerDirectory } from '../../src/dashboard/broker-directory.js';
+import { relaysOfTable } from '../../src/dashboard/queue-readers.js';
 import type { SuiteContext } from '../run-conformance.js';
 import type { Stand, TestDatabase } from '../stand.js';
 import { openServiceWriters, type ServicePool, type ServiceTransaction } from './service-pools.js';
@@ -244,6 +259,54 @@ export function outboxSuite(context: SuiteContext): void {
         expect(series('tablequeue_outbox_failed_sends_total')).toBe(relay.stats().failedSends);
         expect(series('tablequeue_outbox_sends_total')).toBe(relay.stats().sends);
         expect(series('tablequeue_outbox_names_waiting_to_retry')).toBe(0);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('lists the names a relay waits to send again, with the last error, in its stats, its heartbeat and tablequeue stats', async () => {
+      await createOutboxTables();
+      const pool = openServiceWriters(stand, context.db)[0]!;
+      try {
+        const destination = new RecordingDestination(context, 'down', { refusing: true });
+        const broker = createBroker(context.db, context.brokers, { heartbeat: { table: 'tq_relay_brokers', intervalMs: 100 } });
+        // Reported as the backoff begins, just before the name is listed as waiting.
+        const sendErrors = new Collector<unknown>();
+        broker.on('error', (error, detail) => {
+          if (detail['phase'] === 'send') sendErrors.push(error);
+        });
+        // A backoff far longer than the test: each name fails once and then waits.
+        const relay = broker.relay(outbox, destination, { retryBackoff: { initialMs: 600_000, maxMs: 600_000 } });
+        await broker.start();
+        const startedAt = Date.now();
+        await writeRecords(pool, broker.outbox(outbox), recordsOver(['invoices', 'orders'], 4));
+        await sendErrors.waitFor(2);
+        const waiting = relay.stats().waitingNames;
+        expect(waiting.map(({ name }) => name).sort()).toEqual(['invoices', 'orders']);
+        for (const name of waiting) {
+          expect(name.failedSends).toBe(1);
+          expect(name.error).toBe('DestinationError: refusing until the test recovers it');
+          expect(name.retryAt.getTime()).toBeGreaterThan(startedAt + 590_000);
+        }
+
+        // The broker's heartbeat carries the relay beside its subscriptions, as the operator tools read it.
+        const driver = await context.db.openDriver({ poolSize: 1 });
+        const directory = new BrokerDirectory({ driver, database: stand.kind, table: 'tq_relay_brokers' });
+        const relays = async () => relaysOfTable(await directory.list(), { name: 'outbox' });
+        await waitForDatabase(async () => (await relays())?.[0]?.waitingNames.length === 2, 10_000, 'the heartbeat to list both names');
+        const [reported] = (await relays())!;
+        expect(reported).toMatchObject({ destination: 'received table (down)', relayed: 0, failedSends: 2, namesWaitingToRetry: 2 });
+        expect(reported!.waitingNames[0]!.retryInMs).toBeGreaterThan(500_000);
+        expect(reported!.waitingNames[0]!.error).toMatch(/refusing until the test recovers it/);
+        expect(relaysOfTable(await directory.list(), { name: 'jobs' })).toEqual([]);
+        await driver.close();
+
+        const base = ['--database', context.db.url!, '--table', 'outbox', '--column', 'group=name', '--heartbeat-table', 'tq_relay_brokers'];
+        const [human, json] = await Promise.all([runCliHere(['stats', ...base]), runCliHere(['stats', ...base, '--json'])]);
+        expect(human.stdout).toContain('relayed to received table (down) by ');
+        expect(human.stdout).toMatch(/waiting: "invoices" after 1 failed send in a row, again in \d+m \d+s: DestinationError: refusing until the test recovers it/);
+        expect((JSON.parse(json.stdout) as { relays: unknown[] }).relays).toHaveLength(1);
+        await broker.stop();
       } finally {
         await pool.end();
       }

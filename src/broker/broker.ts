@@ -349,6 +349,7 @@ export class Broker extends EventEmitter<BrokerEvents> {
               deadLetter: subscription.deadLetter ?? null,
               countsRowsInWork: subscription.countsRowsInWork ?? null,
             })),
+          relays: () => this.#relays.map((relay) => relay.stats()),
           onError: (error, detail) => this.#reportError(error, detail),
         });
       }

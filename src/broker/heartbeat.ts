@@ -14,11 +14,14 @@ import { DeclarationError } from '../errors.js';
 import { abortableSleep } from '../internal/abortable-sleep.js';
 import { bindStatement } from '../statement.js';
 import { parseQualifiedName } from '../table/identifier.js';
+import type { RelayWaitingName } from '../outbox/name-backoffs.js';
+import type { RelayStats } from '../outbox/relay-runtime.js';
 import type { RowsInWorkReason, SubscriptionStats } from '../subscription/subscription.js';
 
 /**
  * Opt-in: the broker writes one row about itself to a heartbeat table every interval and deletes
- * it on stop, so `tablequeue dashboard` can list running brokers and their subscriptions.
+ * it on stop, so `tablequeue dashboard` can list running brokers, their subscriptions and their
+ * outbox relays.
  */
 export interface HeartbeatOptions {
   /** `name` or `schema.name`; created if missing when the broker starts. Default `tablequeue_brokers`. */
@@ -65,12 +68,30 @@ export interface HeartbeatSubscription extends SubscriptionStats {
   readonly countsRowsInWork: RowsInWorkReason | null;
 }
 
+/**
+ * One outbox relay in a heartbeat row: its stats, marked `kind: 'relay'`. Relays share the
+ * subscriptions' JSON array, so a table made before they were reported needs no new column; an
+ * entry without a `queue` is not a subscription to any reader, of any version. A waiting name
+ * says when it goes again as milliseconds from the beat, as the row's other times are kept apart
+ * from the clocks of the hosts that read them.
+ */
+export interface HeartbeatRelay extends Omit<RelayStats, 'waitingNames'> {
+  readonly kind: 'relay';
+  readonly waitingNames: readonly HeartbeatWaitingName[];
+}
+
+export interface HeartbeatWaitingName extends Omit<RelayWaitingName, 'retryAt'> {
+  /** From the beat until the relay sends the name again. */
+  readonly retryInMs: number;
+}
+
 export interface HeartbeatStartOptions {
   readonly driver: Driver;
   readonly database: DialectName;
   readonly options: ResolvedHeartbeatOptions;
-  /** Read at every beat and written as JSON. */
+  /** Read at every beat and written as JSON, with the relays after the subscriptions. */
   readonly subscriptions: () => readonly HeartbeatSubscription[];
+  readonly relays: () => readonly RelayStats[];
   readonly onError: (error: unknown, detail: Record<string, unknown>) => void;
 }
 
@@ -118,14 +139,22 @@ export class Heartbeat {
   }
 
   async #beat(): Promise<void> {
-    const { driver, options, subscriptions } = this.#start;
+    const { driver, options, subscriptions, relays } = this.#start;
+    const now = Date.now();
+    const relayEntries = relays().map(
+      ({ waitingNames, ...stats }): HeartbeatRelay => ({
+        kind: 'relay',
+        ...stats,
+        waitingNames: waitingNames.map(({ retryAt, ...waiting }) => ({ ...waiting, retryInMs: Math.max(0, retryAt.getTime() - now) })),
+      }),
+    );
     await driver.execute(
       bindStatement(this.#statements.beat(this.#table), {
         'column:broker_id': this.brokerId,
         'column:host': hostname(),
         'column:pid': process.pid,
         'column:interval_ms': options.intervalMs,
-        'column:subscriptions': JSON.stringify(subscriptions()),
+        'column:subscriptions': JSON.stringify([...subscriptions(), ...relayEntries]),
       }),
     );
   }

@@ -4,7 +4,15 @@ import { openDialect } from '../broker/open-dialect.js';
 import { QueueControls } from '../broker/queue-controls.js';
 import { WHOLE_TABLE_QUEUE_NAME } from '../dialect/queue-control-statements.js';
 import { BrokerDirectory } from '../dashboard/broker-directory.js';
-import { queueReadersOf, someReaderCountsRowsInWork, unindexedRowsInWorkOf, type QueueReaders, type UnindexedRowsInWork } from '../dashboard/queue-readers.js';
+import {
+  queueReadersOf,
+  relaysOfTable,
+  someReaderCountsRowsInWork,
+  unindexedRowsInWorkOf,
+  type QueueReaders,
+  type ReportedRelay,
+  type UnindexedRowsInWork,
+} from '../dashboard/queue-readers.js';
 import { createDriver } from '../driver/create-driver.js';
 
 /** An inspection with what the brokers' heartbeats say of its queues. */
@@ -17,6 +25,8 @@ export interface InspectionWithReaders extends TableInspection {
   readonly queueControlsTable: string;
   /** What an operator paused (tablequeue pause); null when the queue controls table cannot be read. */
   readonly paused: PausedQueues | null;
+  /** The outbox relays of this table that live brokers report (none unless it is an outbox); null when the heartbeat table cannot be read. */
+  readonly relays: readonly ReportedRelay[] | null;
 }
 
 export interface PausedQueues {
@@ -63,7 +73,15 @@ export async function openQueueReadersInspector(
         const readers = queueReadersOf(brokers, inspector.spec, inspection.groups, inspector.deadLetter);
         // Like the heartbeats and the pauses, a read that fails tells nothing rather than failing the counts.
         const index = someReaderCountsRowsInWork(readers) ? await inspector.readInWorkIndex().catch(() => null) : null;
-        return { ...inspection, heartbeatTable, readers, unindexedRowsInWork: unindexedRowsInWorkOf(readers, index), queueControlsTable, paused: pausedQueues };
+        return {
+          ...inspection,
+          heartbeatTable,
+          readers,
+          unindexedRowsInWork: unindexedRowsInWorkOf(readers, index),
+          queueControlsTable,
+          paused: pausedQueues,
+          relays: relaysOfTable(brokers, inspector.spec),
+        };
       },
       close: async () => {
         await inspector.close();

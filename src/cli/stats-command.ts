@@ -136,6 +136,7 @@ export function inspectionJson(inspection: InspectionWithReaders): Record<string
     readers: readers === null ? null : { heartbeatTable: inspection.heartbeatTable, ...readers },
     unindexedRowsInWork: inspection.unindexedRowsInWork,
     paused: inspection.paused === null ? null : { queueControlsTable: inspection.queueControlsTable, ...inspection.paused },
+    relays: inspection.relays,
   };
 }
 
@@ -151,7 +152,7 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
     `dead letters: ${inspection.deadLettered > 0 ? paint.red(formatCount(inspection.deadLettered)) : '0'}${where}` +
     (inspection.paused?.wholeTable === true ? `  ${paint.yellow('paused: every queue')}` : '');
   if (inspection.groups.length === 0) {
-    return [title, paint.dim('(no rows)'), ...pausedWithoutRowsLines(inspection, paint), ...unindexedLines(inspection, paint)];
+    return [title, paint.dim('(no rows)'), ...pausedWithoutRowsLines(inspection, paint), ...unindexedLines(inspection, paint), ...relayLines(inspection, paint)];
   }
   const count = (value: number, colour: (text: string) => string) => (value > 0 ? colour(formatCount(value)) : paint.dim('0'));
   const rows = inspection.groups.map((counts: GroupCounts) => [
@@ -183,7 +184,31 @@ export function renderInspection(inspection: InspectionWithReaders, paint: Paint
     ...reportedLines(inspection, paint),
     ...pausedWithoutRowsLines(inspection, paint),
     ...unindexedLines(inspection, paint),
+    ...relayLines(inspection, paint),
   ];
+}
+
+/**
+ * An outbox's relays as their brokers report them, each with the names it waits to send again:
+ * a name whose failed sends keep growing is stuck, and its error says why.
+ */
+function relayLines(inspection: InspectionWithReaders, paint: Paint): string[] {
+  return (inspection.relays ?? []).flatMap((relay) => {
+    const counts = [
+      `${formatCount(relay.relayed)} relayed`,
+      `${formatCount(relay.failedSends)} failed sends`,
+      `${formatCount(relay.namesInWork)} names in work`,
+      `${formatCount(relay.namesWaitingToRetry)} waiting to retry`,
+    ];
+    const head = printable(`relayed to ${relay.destination} by ${relay.broker.host} pid ${relay.broker.pid}: ${counts.join(', ')}`);
+    const waiting = relay.waitingNames.map((waiting) => {
+      const sends = `${formatCount(waiting.failedSends)} failed ${waiting.failedSends === 1 ? 'send' : 'sends'} in a row`;
+      const when = waiting.retryInMs === 0 ? 'due again now' : `again in ${formatAge(Math.ceil(waiting.retryInMs / 1000))}`;
+      const error = waiting.error === null ? '' : `: ${waiting.error}`;
+      return paint.yellow(printable(`  waiting: "${waiting.name}" after ${sends}, ${when}${error}`));
+    });
+    return [relay.namesWaitingToRetry > 0 ? paint.yellow(head) : paint.dim(head), ...waiting];
+  });
 }
 
 /** The queues whose claims count their rows in work by reading the whole table, and the index that stops it. */

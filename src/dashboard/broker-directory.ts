@@ -9,6 +9,7 @@ import {
 } from '../dialect/heartbeat-statements.js';
 import type { Driver } from '../driver/driver.js';
 import { bindStatement } from '../statement.js';
+import type { RelayView, WaitingNameView } from './dashboard-api.js';
 
 /** A broker is listed while its row was written within this many of its own intervals. */
 export const LIVE_WITHIN_INTERVALS = 3;
@@ -23,6 +24,11 @@ export interface BrokerSeen {
   readonly startedMsAgo: number;
   /** The broker's `stats().subscriptions` as written at its last beat. */
   readonly subscriptions: readonly unknown[];
+  /**
+   * Its outbox relays as written at its last beat (`HeartbeatRelay`): none from a broker of a
+   * version before them, and entries without these fields are left out.
+   */
+  readonly relays: readonly RelayView[];
 }
 
 export interface BrokerList {
@@ -68,25 +74,51 @@ export class BrokerDirectory {
   }
 }
 
-function brokerOf(row: Record<string, unknown>): BrokerSeen {
+/** One row of the heartbeat table as the dashboard and `stats` read it. */
+export function brokerOf(row: Record<string, unknown>): BrokerSeen {
   const c = HEARTBEAT_COLUMNS;
+  const seenMsAgo = Math.max(0, Number(row[HEARTBEAT_AGE_COLUMNS.seenMsAgo]));
   return {
     id: String(row[c.brokerId]),
     host: String(row[c.host]),
     pid: Number(row[c.pid]),
     intervalMs: Number(row[c.intervalMs]),
-    seenMsAgo: Math.max(0, Number(row[HEARTBEAT_AGE_COLUMNS.seenMsAgo])),
+    seenMsAgo,
     startedMsAgo: Math.max(0, Number(row[HEARTBEAT_AGE_COLUMNS.startedMsAgo])),
-    subscriptions: parseSubscriptions(row[c.subscriptions]),
+    ...subscriptionsAndRelaysOf(row[c.subscriptions], seenMsAgo),
   };
 }
 
-/** A row some other program wrote badly shows no subscriptions rather than hiding the broker. */
-function parseSubscriptions(value: unknown): unknown[] {
+/**
+ * The entries of the row's JSON array: relays are marked `kind: 'relay'`, every other entry is a
+ * subscription. A row some other program wrote badly shows neither rather than hiding the broker.
+ */
+function subscriptionsAndRelaysOf(value: unknown, seenMsAgo: number): { subscriptions: unknown[]; relays: RelayView[] } {
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(String(value));
-    return Array.isArray(parsed) ? parsed : [];
+    parsed = JSON.parse(String(value));
   } catch {
+    return { subscriptions: [], relays: [] };
+  }
+  if (!Array.isArray(parsed)) return { subscriptions: [], relays: [] };
+  const isRelay = (entry: unknown) => (entry as { kind?: unknown } | null)?.kind === 'relay';
+  return { subscriptions: parsed.filter((entry) => !isRelay(entry)), relays: parsed.filter(isRelay).flatMap((entry: object) => relayViewOf(entry, seenMsAgo)) };
+}
+
+function relayViewOf(entry: object, seenMsAgo: number): RelayView[] {
+  const { outbox, destination, relayed, failedSends, namesInWork, namesWaitingToRetry, waitingNames } = entry as Record<string, unknown>;
+  if (typeof outbox !== 'string' || typeof destination !== 'string') return [];
+  if (typeof relayed !== 'number' || typeof failedSends !== 'number' || typeof namesInWork !== 'number' || typeof namesWaitingToRetry !== 'number') {
     return [];
   }
+  const waiting = (Array.isArray(waitingNames) ? (waitingNames as unknown[]) : []).flatMap((name) => waitingNameViewOf(name, seenMsAgo));
+  return [{ outbox, destination, relayed, failedSends, namesInWork, namesWaitingToRetry, waitingNames: waiting }];
+}
+
+/** The broker counted `retryInMs` from its beat, `seenMsAgo` before the read: a name whose time came since then is due now. */
+function waitingNameViewOf(entry: unknown, seenMsAgo: number): WaitingNameView[] {
+  const { name, failedSends, retryInMs, error } = (entry ?? {}) as Record<string, unknown>;
+  if (typeof name !== 'string' || typeof failedSends !== 'number' || typeof retryInMs !== 'number') return [];
+  if (error !== null && typeof error !== 'string') return [];
+  return [{ name, failedSends, retryInMs: Math.max(0, retryInMs - seenMsAgo), error }];
 }

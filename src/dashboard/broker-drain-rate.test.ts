@@ -7,7 +7,7 @@ function listOf(brokers: BrokerSeen[]): BrokerList {
 }
 
 function broker(id: string, seenMsAgo: number, subscriptions: unknown[]): BrokerSeen {
-  return { id, host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo, startedMsAgo: 60_000, subscriptions };
+  return { id, host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo, startedMsAgo: 60_000, subscriptions, relays: [] };
 }
 
 describe('BrokerDrainRate', () => {

@@ -139,6 +139,31 @@ export interface BrokerView {
   readonly startedMsAgo: number;
   /** The broker's `stats().subscriptions` as it wrote them, any version: the page checks each before showing it. */
   readonly subscriptions: readonly unknown[];
+  /** Its outbox relays, as its last beat reported them. */
+  readonly relays: readonly RelayView[];
+}
+
+/** An outbox relay in a broker's heartbeat: of its `stats()`, what the operator tools show. */
+export interface RelayView {
+  /** The outbox table, `schema.table` or `table`. */
+  readonly outbox: string;
+  readonly destination: string;
+  readonly relayed: number;
+  readonly failedSends: number;
+  readonly namesInWork: number;
+  readonly namesWaitingToRetry: number;
+  /** Up to 10 of the names waiting to retry, the soonest to go again first. */
+  readonly waitingNames: readonly WaitingNameView[];
+}
+
+export interface WaitingNameView {
+  readonly name: string;
+  /** Sends of the name that failed in a row. */
+  readonly failedSends: number;
+  /** From the read of the heartbeat table until the name goes again; 0 when due. */
+  readonly retryInMs: number;
+  /** The last send's error; null when the send could not begin. */
+  readonly error: string | null;
 }
 
 /** `GET /api/schedules`: the schedules table as the page reads it (the listing's `ScheduleList`). */

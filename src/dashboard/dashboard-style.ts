@@ -70,5 +70,6 @@ input { font: inherit; font-size: 12px; padding: 2px 6px; border: 1px solid var(
 .empty { color: var(--muted); font-style: italic; }
 .subscriptions { margin: 0; padding: 0; list-style: none; }
 .subscriptions li + li { margin-top: 2px; }
+.subscriptions .subscriptions { margin: 2px 0 0 14px; }
 .notice { position: fixed; right: 20px; bottom: 20px; padding: 8px 14px; border-radius: 6px; background: var(--ink); color: #fff; font-size: 13px; }
 `;

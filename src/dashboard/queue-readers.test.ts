@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { GroupCounts } from '../admin/inspection.js';
 import type { BrokerList, BrokerSeen } from './broker-directory.js';
-import { queueReadersOf, someReaderCountsRowsInWork, unindexedRowsInWorkOf } from './queue-readers.js';
+import type { RelayView } from './dashboard-api.js';
+import { queueReadersOf, relaysOfTable, someReaderCountsRowsInWork, unindexedRowsInWorkOf } from './queue-readers.js';
 
 function broker(id: string, subscriptions: unknown[]): BrokerSeen {
-  return { id, host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions };
+  return { id, host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions, relays: [] };
 }
 
 function list(brokers: BrokerSeen[], problem: string | null = null): BrokerList {
@@ -108,5 +109,34 @@ describe('queueReadersOf', () => {
     expect(queueReadersOf(brokers, jobs, [counts('emial', 1)])).toMatchObject({ brokers: 1, unreadGroups: ['emial'] });
     expect(queueReadersOf(brokers, { schema: 'other', name: 'jobs' }, [counts('emial', 1)])).toBeNull();
     expect(queueReadersOf(brokers, { schema: undefined, name: 'flat' }, [counts(null, 5)])).toMatchObject({ brokers: 1, unreadGroups: [] });
+  });
+});
+
+describe('relaysOfTable', () => {
+  const relay = (outbox: string): RelayView => ({
+    outbox,
+    destination: 'nats jetstream at 127.0.0.1:4222',
+    relayed: 7,
+    failedSends: 3,
+    namesInWork: 1,
+    namesWaitingToRetry: 1,
+    waitingNames: [{ name: 'orders', failedSends: 3, retryInMs: 5_000, error: 'DestinationError: down' }],
+  });
+  const relaying = (relays: RelayView[]): BrokerSeen => ({ ...broker('a', []), relays });
+
+  it('lists the relays of the table with the broker that runs each', () => {
+    const reported = relaysOfTable(list([relaying([relay('public.outbox'), relay('other')])]), { schema: 'public', name: 'outbox' });
+    const { outbox: _outbox, ...shown } = relay('public.outbox');
+    expect(reported).toEqual([{ ...shown, broker: { id: 'a', host: 'h', pid: 1 } }]);
+  });
+
+  it('matches a table named with or without its schema', () => {
+    const brokers = list([relaying([relay('outbox'), relay('audit.outbox'), relay('public.outbox')])]);
+    expect(relaysOfTable(brokers, { schema: 'public', name: 'outbox' })).toHaveLength(2);
+    expect(relaysOfTable(brokers, { name: 'outbox' })).toHaveLength(3);
+  });
+
+  it('tells nothing when the heartbeat table cannot be read', () => {
+    expect(relaysOfTable(list([], 'heartbeat table "tablequeue_brokers" cannot be read'), { name: 'outbox' })).toBeNull();
   });
 });

@@ -1,6 +1,7 @@
 import type { DeadLetterLocation, GroupCounts, InWorkIndexState } from '../admin/inspection.js';
 import type { RowsInWorkReason } from '../subscription/subscription.js';
 import type { BrokerList } from './broker-directory.js';
+import type { RelayView } from './dashboard-api.js';
 
 /** Which queues of one table the live brokers read, as their heartbeats say. */
 export interface QueueReaders {
@@ -135,10 +136,8 @@ function readOf(subscription: unknown): SubscriptionRead | undefined {
   const { queue, deadLetter, timedOut, cancelled } = subscription as { queue?: unknown; deadLetter?: unknown; timedOut?: unknown; cancelled?: unknown };
   if (typeof queue !== 'string') return undefined;
   const slash = queue.indexOf('/');
-  const qualified = slash === -1 ? queue : queue.slice(0, slash);
-  const dot = qualified.indexOf('.');
   return {
-    table: dot === -1 ? { schema: undefined, name: qualified } : { schema: qualified.slice(0, dot), name: qualified.slice(dot + 1) },
+    table: tableNamed(slash === -1 ? queue : queue.slice(0, slash)),
     group: slash === -1 ? null : queue.slice(slash + 1),
     deadLetter: typeof deadLetter === 'string' ? deadLetter : undefined,
     limits: limitsOf(subscription),
@@ -176,9 +175,28 @@ function limitsOf(subscription: object): string[] {
 }
 
 /** The same name, and the same schema where both name one: a table named without one is in the default schema of its session. */
+/** `schema.table` or `table`, as a heartbeat names a table. */
+function tableNamed(qualified: string): { schema: string | undefined; name: string } {
+  const dot = qualified.indexOf('.');
+  return dot === -1 ? { schema: undefined, name: qualified } : { schema: qualified.slice(0, dot), name: qualified.slice(dot + 1) };
+}
+
 function isSameTable(
   read: { readonly schema: string | undefined; readonly name: string },
   table: { readonly schema?: string | undefined; readonly name: string },
 ): boolean {
   return read.name === table.name && (read.schema === undefined || table.schema === undefined || read.schema === table.schema);
+}
+
+/** An outbox relay of one table as a live broker's heartbeat reports it. */
+export interface ReportedRelay extends Omit<RelayView, 'outbox'> {
+  readonly broker: { readonly id: string; readonly host: string; readonly pid: number };
+}
+
+/** The relays of the outbox table `table` that live brokers report, or null when the heartbeat table could not be read. */
+export function relaysOfTable(list: BrokerList, table: { readonly schema?: string | undefined; readonly name: string }): ReportedRelay[] | null {
+  if (list.problem !== null) return null;
+  return list.brokers.flatMap(({ id, host, pid, relays }) =>
+    relays.filter((relay) => isSameTable(tableNamed(relay.outbox), table)).map(({ outbox: _outbox, ...relay }) => ({ ...relay, broker: { id, host, pid } })),
+  );
 }

@@ -162,7 +162,7 @@ describe('QueueSampler', () => {
       readBrokers: () =>
         Promise.resolve({
           ...NO_BROKERS,
-          brokers: [{ id: 'a', host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions }],
+          brokers: [{ id: 'a', host: 'h', pid: 1, intervalMs: 1_000, seenMsAgo: 0, startedMsAgo: 0, subscriptions, relays: [] }],
         }),
     });
     await sampler.refresh();

@@ -1,7 +1,8 @@
 /**
  * The heartbeat table: one row per running broker that opted in (`heartbeat` broker option),
- * written every interval and deleted on stop, so the dashboard can list the brokers and their
- * subscriptions. Times are the database's own (`last_seen_at`, `started_at`) and ages are read
+ * written every interval and deleted on stop, so the dashboard can list the brokers, their
+ * subscriptions and their outbox relays (entries of the `subscriptions` JSON array marked
+ * `kind: 'relay'`). Times are the database's own (`last_seen_at`, `started_at`) and ages are read
  * back computed by the database, so brokers and the dashboard on hosts whose clocks disagree
  * still agree on which brokers are alive.
  */

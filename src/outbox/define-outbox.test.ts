@@ -106,6 +106,9 @@ describe('broker.relay and broker.outbox', () => {
     const writer = new Broker({ database: 'sqlite::memory:' }).outbox(outbox);
     await expect(writer.write(undefined, 'orders', {})).rejects.toThrow(/needs the service's transaction/);
     await expect(writer.write({}, '', {})).rejects.toThrow(/non-empty name/);
+    // write(name, payload): the transaction left out, the payload lands where the name goes.
+    const withoutTransaction = writer.write('orders', { n: 1 } as never, undefined);
+    await expect(withoutTransaction).rejects.toThrow(/write takes \(transaction, name, payload, headers\?\); its second argument, the record's name, must be a string, got object/);
     await expect(writer.write({}, 'orders', {}, { [OUTBOX_RECORD_ID_HEADER]: '7' })).rejects.toThrow(/set by the relay/);
     await expect(writer.write({}, 'orders', {})).rejects.toThrow(ClosedError);
   });

@@ -1,7 +1,29 @@
+import { boundLastError, describeThrown } from '../delivery/last-error.js';
 import { backoffDelayMs, type Backoff } from '../internal/backoff.js';
 
 /** Names whose failure count is kept; past this the oldest are forgotten (their next backoff starts over). */
 const MAX_REMEMBERED_FAILING_NAMES = 10_000;
+
+/** A name waiting for its backoff to end, as `stats()` and the heartbeat report it. */
+export interface RelayWaitingName {
+  readonly name: string;
+  /** Sends of the name that failed in a row. */
+  readonly failedSends: number;
+  /** When the relay sends the name again. */
+  readonly retryAt: Date;
+  /**
+   * The error that failed the last send, as a dead letter records its last error (cut at 2,000
+   * characters); null when the send could not begin (a service transaction held the shared
+   * SQLite handle).
+   */
+  readonly error: string | null;
+}
+
+interface Waiting {
+  readonly timer: NodeJS.Timeout;
+  readonly retryAt: Date;
+  readonly error: string | null;
+}
 
 /**
  * The relay's backoffs, per record name: how many sends of a name failed in a row, and a timer
@@ -11,7 +33,7 @@ export class NameBackoffs {
   readonly #backoff: Backoff;
   readonly #onEnded: () => void;
   readonly #failures = new Map<string, number>();
-  readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #waiting = new Map<string, Waiting>();
 
   constructor(backoff: Backoff, onEnded: () => void) {
     this.#backoff = backoff;
@@ -20,7 +42,15 @@ export class NameBackoffs {
 
   /** Names waiting for their backoff to end. */
   get waitingCount(): number {
-    return this.#timers.size;
+    return this.#waiting.size;
+  }
+
+  /** Up to `limit` of the names waiting, the soonest to go again first. */
+  waiting(limit: number): RelayWaitingName[] {
+    return [...this.#waiting]
+      .sort(([, a], [, b]) => a.retryAt.getTime() - b.retryAt.getTime())
+      .slice(0, limit)
+      .map(([name, { retryAt, error }]) => ({ name, failedSends: this.#failures.get(name) ?? 0, retryAt, error }));
   }
 
   /**
@@ -40,21 +70,20 @@ export class NameBackoffs {
     this.#failures.delete(name);
   }
 
-  /** Wakes the relay at `at`, when the name's backoff ends. */
-  wakeAt(name: string, at: Date): void {
-    clearTimeout(this.#timers.get(name));
-    this.#timers.set(
-      name,
-      setTimeout(() => {
-        this.#timers.delete(name);
-        this.#onEnded();
-      }, at.getTime() - Date.now()),
-    );
+  /** Wakes the relay at `at`, when the name's backoff ends; `error` failed its last send (undefined: the send did not begin). */
+  wakeAt(name: string, at: Date, error: unknown): void {
+    clearTimeout(this.#waiting.get(name)?.timer);
+    const timer = setTimeout(() => {
+      this.#waiting.delete(name);
+      this.#onEnded();
+    }, at.getTime() - Date.now());
+    this.#waiting.set(name, { timer, retryAt: at, error: error === undefined ? null : boundLastError(describeThrown(error)) });
   }
 
   /** Stop: no backoff wakes the relay any more. */
   clear(): void {
-    for (const timer of this.#timers.values()) clearTimeout(timer);
-    this.#timers.clear();
+    for (const { timer } of this.#waiting.values()) clearTimeout(timer);
+    this.#waiting.clear();
   }
 }
+

@@ -44,7 +44,13 @@ export class Outbox {
         `${where}: write needs the service's transaction (a pg client, a mysql2 connection, the better-sqlite3 handle or context.tx) as its first argument`,
       );
     }
-    if (typeof name !== 'string' || name.length === 0) {
+    if (typeof name !== 'string') {
+      // write(name, payload) without the transaction shifts every argument one place.
+      throw new DeclarationError(
+        `${where}: write takes (transaction, name, payload, headers?); its second argument, the record's name, must be a string, got ${name === null ? 'null' : typeof name}`,
+      );
+    }
+    if (name.length === 0) {
       throw new DeclarationError(`${where}: a record needs a non-empty name (the subject, routing key or queue it goes to)`);
     }
     if (headers !== undefined && headers !== null && typeof headers === 'object' && OUTBOX_RECORD_ID_HEADER in headers) {

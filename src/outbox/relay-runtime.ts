@@ -4,6 +4,7 @@ import type { Dialect } from '../dialect/dialect.js';
 import type { Driver } from '../driver/driver.js';
 import { TestSignal } from '../internal/test-signal.js';
 import type { PublishItem } from '../publish/publish-options.js';
+import type { RelayWaitingName } from './name-backoffs.js';
 
 /** What a relay needs from its broker once it started. */
 export interface RelayRuntime {
@@ -49,6 +50,12 @@ export interface RelayStats extends Readonly<RelayCounts> {
   readonly namesInWork: number;
   /** Names that failed and wait their backoff before the next send. */
   readonly namesWaitingToRetry: number;
+  /**
+   * Up to 10 of those names, the soonest to go again first: how many sends of each failed in a
+   * row, when it goes again and the last error. A name listed here again and again, its failed
+   * sends growing, is stuck (a record the destination refuses, say).
+   */
+  readonly waitingNames: readonly RelayWaitingName[];
 }
 
 /** What a relay tells a test that turned a signal on (internal/test-signal.ts); nothing otherwise. */

@@ -27,6 +27,9 @@ interface RefusedRecord {
   readonly error: EncodeError;
 }
 
+/** The names waiting to retry that `stats()` lists (every one is counted): enough to show which are stuck. */
+const MAX_WAITING_NAMES_REPORTED = 10;
+
 /** Set by Relay's static block, which alone may read a relay's signals; for `testSignalsOfRelay`. */
 let signalsOfRelay: (relay: Relay) => RelaySignals;
 
@@ -139,6 +142,7 @@ export class Relay {
       ...this.#counts,
       namesInWork: this.#loop.namesInWork,
       namesWaitingToRetry: this.#backoffs.waitingCount,
+      waitingNames: this.#backoffs.waiting(MAX_WAITING_NAMES_REPORTED),
     };
   }
 
@@ -285,7 +289,7 @@ export class Relay {
       const retryInMs = retryAt.getTime() - now.getTime();
       onError(error, this.#detail({ name, records: batch.records.length, phase: 'send', retryInMs }));
     }
-    if (!this.#loop.isStopping) this.#backoffs.wakeAt(name, retryAt);
+    if (!this.#loop.isStopping) this.#backoffs.wakeAt(name, retryAt, error);
   }
 
   #detail(extra: Record<string, unknown>): Record<string, unknown> {

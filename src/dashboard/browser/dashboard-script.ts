@@ -17,6 +17,7 @@ import type {
   PauseRequest,
   QueuesBody,
   QueueTableView,
+  RelayView,
   RequeueAnswer,
   RequeueRequest,
   SchedulesBody,
@@ -550,6 +551,27 @@ function subscriptionLine(subscription: ReportedSubscription): HTMLLIElement {
   ]);
 }
 
+/** A relay and, under it, the names it waits to send again: a name failing again and again is stuck. */
+function relayLine(relay: RelayView): HTMLLIElement {
+  const details = [`${count(relay.relayed)} relayed`, `${count(relay.failedSends)} failed sends`, `${count(relay.namesInWork)} names in work`];
+  if (relay.namesWaitingToRetry > 0) details.push(`${count(relay.namesWaitingToRetry)} waiting to retry`);
+  const waiting = relay.waitingNames.map((name) => {
+    const when = name.retryInMs === 0 ? 'due again now' : `again in ${duration(name.retryInMs)}`;
+    return el('li', { 'data-waiting-name': name.name }, [
+      el('strong', null, name.name),
+      ' ',
+      el('span', { class: 'muted' }, `${count(name.failedSends)} failed ${name.failedSends === 1 ? 'send' : 'sends'} in a row · ${when}`),
+      name.error === null ? null : el('div', { class: 'mono error' }, name.error),
+    ]);
+  });
+  return el('li', { 'data-relay': relay.outbox }, [
+    el('strong', null, relay.outbox),
+    ` → ${relay.destination} `,
+    el('span', { class: 'muted' }, details.join(' · ')),
+    waiting.length === 0 ? null : el('ul', { class: 'subscriptions' }, waiting),
+  ]);
+}
+
 function renderBrokers(body: BrokersBody): void {
   if (body.problem) {
     replace('brokers', el('p', { class: 'empty' }, body.problem));
@@ -559,8 +581,10 @@ function renderBrokers(body: BrokersBody): void {
     replace('brokers', el('p', { class: 'empty' }, `no broker has written to ${body.table} lately; brokers report with the heartbeat option`));
     return;
   }
+  const showsRelays = body.brokers.some((broker) => broker.relays.length > 0);
   const rows = body.brokers.map((broker) => {
     const subscriptions = broker.subscriptions.filter(isReportedSubscription);
+    const { relays } = broker;
     return el('tr', { 'data-broker': broker.id }, [
       el('td', null, [el('div', null, `${broker.host} · pid ${broker.pid}`), el('div', { class: 'mono muted' }, broker.id)]),
       el('td', { class: 'nowrap' }, duration(broker.startedMsAgo)),
@@ -570,6 +594,15 @@ function renderBrokers(body: BrokersBody): void {
         null,
         subscriptions.length === 0 ? el('span', { class: 'muted' }, 'none') : el('ul', { class: 'subscriptions' }, subscriptions.map(subscriptionLine)),
       ),
+      showsRelays
+        ? el(
+            'td',
+            null,
+            relays.length === 0
+              ? el('span', { class: 'muted' }, 'none')
+              : el('ul', { class: 'subscriptions' }, relays.map(relayLine)),
+          )
+        : null,
     ]);
   });
   const stale =
@@ -587,6 +620,7 @@ function renderBrokers(body: BrokersBody): void {
             el('th', { class: 'nowrap' }, 'up'),
             el('th', { class: 'nowrap' }, 'last seen'),
             el('th', null, 'subscriptions'),
+            showsRelays ? el('th', null, 'outbox relays') : null,
           ]),
         ),
         el('tbody', null, rows),
