@@ -288,7 +288,9 @@ export function dashboardSuite(context: SuiteContext): void {
       };
       relaying.relay(outbox, unreachable, { retryBackoff: { initialMs: 600_000, maxMs: 600_000 } });
       await relaying.start();
-      const dashboard = await startDashboardProcess([...commonFlags(), '--table', 'jobs', '--heartbeat-table', 'tq_relaying_brokers']);
+      // The outbox's records per name beside the queues: its group column has a name of its own.
+      const tables = ['--table', 'jobs', '--table', 'relayed_outbox', '--column', 'relayed_outbox:group=name'];
+      const dashboard = await startDashboardProcess([...commonFlags(), ...tables, '--heartbeat-table', 'tq_relaying_brokers']);
       try {
         const insert = `INSERT INTO relayed_outbox (name, payload) VALUES ('invoices', ${placeholder(stand, 1)})`;
         await driver.execute({ name: 'test.outbox', sql: insert, values: [Buffer.from('{"n":1}')] });
@@ -303,6 +305,9 @@ export function dashboardSuite(context: SuiteContext): void {
         expect(await waiting.textContent()).toMatch(/1 failed send in a row · again in \d+ min/);
         // The error is shown as text: its markup is not the page's.
         expect(await waiting.locator('.error').textContent()).toBe('DestinationError: HTTP 503 <from billing>');
+        // Its record, in work while it waits out the backoff, under the outbox's card; the queues' card reads "queue" still.
+        await page.locator('[data-table="relayed_outbox"] tr[data-queue="invoices"]').waitFor();
+        await page.locator('[data-table="jobs"] tr[data-queue="emails"]').waitFor();
       } finally {
         await Promise.allSettled([dashboard.stop(), relaying.stop()]);
       }

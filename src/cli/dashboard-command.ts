@@ -10,7 +10,7 @@ import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { checkAllowedHosts } from '../internal/host-allow-list.js';
 import { DASHBOARD_FLAGS } from './command-flags.js';
-import { DATABASE_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { columnsPerTable, DATABASE_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
 import { printable } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 import { writeLine, type CliIo } from './cli-io.js';
@@ -27,7 +27,8 @@ ${DATABASE_FLAGS_HELP}
   --dead-letter-group NAME  dead letters are rows of this group in each table
   --dead-letter-table NAME  dead letters are rows of this table
   --column ROLE=NAME        a column named otherwise than by tablequeue init (repeatable), as in
-                            tablequeue stats --help
+                            tablequeue stats --help; TABLE:ROLE=NAME for one --table only, as in
+                            --table jobs --table outbox --column outbox:group=name
   --heartbeat-table NAME    where brokers report (default ${DEFAULT_HEARTBEAT_TABLE})
   --schedules-table NAME    where brokers keep their schedules, shown when it exists (default ${DEFAULT_SCHEDULES_TABLE})
   --queue-controls-table NAME  where pauses are kept (default ${DEFAULT_QUEUE_CONTROLS_TABLE}, the brokers' queueControlsTable)
@@ -55,9 +56,10 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
     return 0;
   }
   const tables = values.table ?? [];
-  // Every table is read with the same dead-letter location, schema and column names.
-  const { database, schema, deadLetter, columns, pooler } = inspectorOptionsOf('dashboard', { ...values, table: tables[0] ?? '' }, DASHBOARD_USAGE, io.env);
   if (tables.length === 0) throw new UsageError(`dashboard needs at least one --table\n\n${DASHBOARD_USAGE}`);
+  // Every table is read with the same dead-letter location and schema; columns may differ per table.
+  const { database, schema, deadLetter, pooler } = inspectorOptionsOf('dashboard', { ...values, column: [], table: tables[0]! }, DASHBOARD_USAGE, io.env);
+  const columnsByTable = columnsPerTable(values.column, tables);
   const allowedHosts = values['allowed-host'] ?? [];
   try {
     checkAllowedHosts(allowedHosts, '--allowed-host');
@@ -69,7 +71,7 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
     tables,
     ...(schema === undefined ? {} : { schema }),
     ...(deadLetter === undefined ? {} : { deadLetter }),
-    ...(columns === undefined ? {} : { columns }),
+    columnsByTable,
     ...(pooler === undefined ? {} : { pooler }),
     ...(values['heartbeat-table'] === undefined ? {} : { heartbeatTable: values['heartbeat-table'] }),
     ...(values['schedules-table'] === undefined ? {} : { schedulesTable: values['schedules-table'] }),

@@ -101,7 +101,8 @@ export const INSPECTOR_FLAGS_HELP = `${DATABASE_FLAGS_HELP}
   --dead-letter-table NAME  dead letters are moved into this table (same columns)
   --column ROLE=NAME        a column named otherwise than by tablequeue init (repeatable); ROLE is
                             id, group, priority, retryAfter, attempt, processedAt, lockedUntil,
-                            headers or payload; NAME "-" says the table has none
+                            headers or payload; NAME "-" says the table has none; TABLE:ROLE=NAME
+                            says it of that --table only (the dashboard reads several)
   -h, --help                this help`;
 
 /** The roles `--column ROLE=NAME` takes: those the inspector looks for under `tablequeue init`'s names. */
@@ -130,22 +131,43 @@ export function inspectorOptionsOf(
   }
   if (values['dead-letter-group'] !== undefined) deadLetter = { kind: 'group', group: values['dead-letter-group'] };
   if (values['dead-letter-table'] !== undefined) deadLetter = { kind: 'table', table: values['dead-letter-table'] };
-  const columns: Record<string, string | null> = {};
-  for (const assignment of values.column ?? []) {
-    const match = /^([A-Za-z]+)=(.+)$/.exec(assignment);
-    const role = match?.[1] as keyof InspectorColumnNames | undefined;
-    if (match === null || role === undefined || !COLUMN_ROLES.includes(role)) {
-      throw new UsageError(`--column takes ROLE=NAME with ROLE one of ${COLUMN_ROLES.join(', ')}; got "${assignment}"`);
-    }
-    if (role === 'id' && match[2] === '-') throw new UsageError('every queue table has an id column; name it with --column id=NAME');
-    columns[role] = match[2] === '-' ? null : match[2]!;
-  }
+  const columns = columnsPerTable(values.column, [values.table]).get(values.table);
   return {
     database,
     table: values.table,
     ...(values.schema === undefined ? {} : { schema: values.schema }),
     ...(deadLetter === undefined ? {} : { deadLetter }),
-    ...(Object.keys(columns).length === 0 ? {} : { columns: columns as InspectorColumnNames }),
+    ...(columns === undefined ? {} : { columns }),
     ...(pooler === undefined ? {} : { pooler }),
   };
+}
+
+/**
+ * The column names `--column` gives each of `tables` (as the --table flags spell them): every
+ * `ROLE=NAME`, then that table's own `TABLE:ROLE=NAME` over them. A table nothing is said of is
+ * left out. A `TABLE:` that names no --table is a usage error: it would otherwise be ignored.
+ */
+export function columnsPerTable(assignments: readonly string[] | undefined, tables: readonly string[]): Map<string, InspectorColumnNames> {
+  const shared: Record<string, string | null> = {};
+  const own = new Map<string, Record<string, string | null>>();
+  for (const assignment of assignments ?? []) {
+    const match = /^(?:([^:=]+):)?([A-Za-z]+)=(.+)$/.exec(assignment);
+    const role = match?.[2] as keyof InspectorColumnNames | undefined;
+    if (match === null || role === undefined || !COLUMN_ROLES.includes(role)) {
+      throw new UsageError(`--column takes ROLE=NAME or TABLE:ROLE=NAME with ROLE one of ${COLUMN_ROLES.join(', ')}; got "${assignment}"`);
+    }
+    if (role === 'id' && match[3] === '-') throw new UsageError('every queue table has an id column; name it with --column id=NAME');
+    const table = match[1];
+    if (table !== undefined && !tables.includes(table)) {
+      throw new UsageError(`--column ${assignment} names table "${table}", which is not a --table here (${tables.map((name) => `"${name}"`).join(', ')})`);
+    }
+    const into = table === undefined ? shared : (own.get(table) ?? own.set(table, {}).get(table)!);
+    into[role] = match[3] === '-' ? null : match[3]!;
+  }
+  const result = new Map<string, InspectorColumnNames>();
+  for (const table of tables) {
+    const columns = { ...shared, ...own.get(table) };
+    if (Object.keys(columns).length > 0) result.set(table, columns as InspectorColumnNames);
+  }
+  return result;
 }

@@ -27,6 +27,8 @@ export interface DashboardOptions {
   readonly schema?: string;
   /** Column names where the tables differ from `tablequeue init`'s; the same for every table. */
   readonly columns?: InspectorColumnNames;
+  /** Per table of `tables` (as spelt there), its column names instead of `columns`. */
+  readonly columnsByTable?: ReadonlyMap<string, InspectorColumnNames>;
   /** Where the tables' dead letters are; without it none are listed and requeue is not offered. */
   readonly deadLetter?: DeadLetterLocation;
   /** The brokers' heartbeat table. Default `tablequeue_brokers`. */
@@ -170,12 +172,13 @@ async function openTables(driver: Driver, options: DashboardOptions, closing: ((
   for (const table of new Set(options.tables)) {
     const parsed = parseQualifiedName(table, 'table');
     const schema = parsed.schema ?? options.schema;
+    const columns = options.columnsByTable?.get(table) ?? options.columns;
     const inspector = await openQueueInspector({
       database: driver,
       table: parsed.name,
       ...(schema === undefined ? {} : { schema }),
       ...(options.deadLetter === undefined ? {} : { deadLetter: options.deadLetter }),
-      ...(options.columns === undefined ? {} : { columns: options.columns }),
+      ...(columns === undefined ? {} : { columns }),
     });
     closing.push(() => inspector.close());
     tables.push({ table: schema === undefined ? parsed.name : `${schema}.${parsed.name}`, inspector, deadLetter: options.deadLetter });
