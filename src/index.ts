@@ -72,7 +72,7 @@ export type { RelayStats } from './outbox/relay-runtime.js';
 export type { RelayWaitingName } from './outbox/name-backoffs.js';
 export type { RelayOptions } from './outbox/relay-options.js';
 export { OUTBOX_RECORD_ID_HEADER } from './outbox/destination.js';
-export type { OutboxDestination, OutboxRecord, RelayTransaction } from './outbox/destination.js';
+export type { OutboxDestination, OutboxRecord, RefusalCandidate, RelayTransaction } from './outbox/destination.js';
 export { queueDestination } from './outbox/queue-destination.js';
 export type { QueueDestinationOptions, QueuePublisher } from './outbox/queue-destination.js';
 export { DedupeTable, defineDedupeTable } from './outbox/dedupe.js';

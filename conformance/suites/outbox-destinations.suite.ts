@@ -253,10 +253,52 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
       broker.on('error', (error) => errors.push(error));
       const [refused] = await errors.waitFor(1);
       expect(refused).toBeInstanceOf(EncodeError);
-      expect(refused!.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is ${oversized.byteLength} bytes, over the server's max_payload`);
+      expect(refused!.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is ${oversized.byteLength} bytes and its headers `);
       expect(confirmed.items).toEqual([ids[0]]);
-      await expect(write(broker, [{ name: 'orders', payload: oversized }])).rejects.toThrow(/which could never take this record of "orders": its payload is \d+ bytes, over the server's max_payload/);
+      await expect(write(broker, [{ name: 'orders', payload: oversized }])).rejects.toThrow(/which could never take this record of "orders": its payload is \d+ bytes and its headers \d+, over the server's max_payload/);
 
+      await context.db.query(`DELETE FROM outbox WHERE id = ${placeholder(stand, 1)}`, [ids[1]]);
+      await confirmed.waitFor(2);
+      expect(confirmed.items).toEqual([ids[0], ids[2]]);
+    });
+
+    it("nats: max_payload counts a record's headers with its payload, to the byte, at the write and at the relay", async (test) => {
+      const target = await targetOf('nats', test);
+      // The server's default max_payload, which its connection info reports.
+      const maxPayload = 1024 * 1024;
+      // The header block the relay sends: NATS/1.0, a line per header, an empty line.
+      const headerBytes = (id: string, headers: Record<string, string>) =>
+        10 + Object.entries({ ...headers, 'tablequeue-outbox-id': id, 'Nats-Msg-Id': id }).reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0) + 2;
+      const writer = createBroker(context.db, context.brokers);
+      await writer.start();
+      const trace = { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` };
+      const ids = await write(writer, ['fits', 'over', 'after'].map((n) => ({ name: 'orders', payload: { n }, headers: trace })));
+      // Sized now that the ids are known: the first exactly at the limit, the second a byte over.
+      const resize = (id: string, extra: number) =>
+        context.db.query(`UPDATE outbox SET payload = ${placeholder(stand, 1)} WHERE id = ${placeholder(stand, 2)}`, [
+          Buffer.alloc(maxPayload - headerBytes(id, trace) + extra, 0x61),
+          id,
+        ]);
+      await resize(ids[0]!, 0);
+      await resize(ids[1]!, 1);
+
+      const confirmed = new Collector<string>();
+      const errors = new Collector<Error>();
+      const { broker } = await relayingBroker(observed(target.destination(), confirmed));
+      broker.on('error', (error) => errors.push(error));
+      const [refused] = await errors.waitFor(1);
+      expect(refused).toBeInstanceOf(EncodeError);
+      expect(refused!.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is `);
+      expect(refused!.message).toContain(`over the server's max_payload of ${maxPayload} (which counts both)`);
+      // The record at the limit went: the server took what the check let through.
+      expect(confirmed.items).toEqual([ids[0]]);
+      expect((await target.received()).map((message) => message.messageId)).toEqual([ids[0]]);
+
+      // A write that its headers take over is refused before anything is written.
+      const underAlone = Buffer.alloc(maxPayload - 100, 0x61);
+      await expect(write(broker, [{ name: 'orders', payload: underAlone, headers: { note: 'n'.repeat(200) } }])).rejects.toThrow(
+        /which could never take this record of "orders": its payload is \d+ bytes and its headers \d+, over the server's max_payload/,
+      );
       await context.db.query(`DELETE FROM outbox WHERE id = ${placeholder(stand, 1)}`, [ids[1]]);
       await confirmed.waitFor(2);
       expect(confirmed.items).toEqual([ids[0], ids[2]]);

@@ -52,10 +52,14 @@ export interface OutboxDestination {
    * can. A record it refuses would fail every send and hold back its name's later records, so a
    * broker that relays an outbox here refuses to write such a record (`EncodeError`, nothing
    * written), and a relay that claims one (written by another process) names it in its error
-   * instead of sending the batch.
+   * instead of sending the batch. The relay passes the whole record; a write passes its name,
+   * payload and headers (no `id`: the record is not written yet).
    */
-  refusalOf?(record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined;
+  refusalOf?(record: RefusalCandidate): string | undefined;
 }
+
+/** What `OutboxDestination.refusalOf` is asked about: a record, or one about to be written. */
+export type RefusalCandidate = Pick<OutboxRecord, 'name' | 'payload'> & Partial<Pick<OutboxRecord, 'id' | 'headers'>>;
 
 /** What the relay lends `OutboxDestination.sendWithin`: its transaction on the outbox's database. */
 export interface RelayTransaction {

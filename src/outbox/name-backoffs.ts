@@ -26,8 +26,8 @@ interface Waiting {
 }
 
 /**
- * The relay's backoffs, per record name: how many sends of a name failed in a row, and a timer
- * per name that wakes the relay when the name's backoff ends.
+ * The relay's backoffs, per record name: how many sends of a name failed in a row, and for each
+ * name waiting, the timer that wakes the relay when its backoff ends, when that is and why.
  */
 export class NameBackoffs {
   readonly #backoff: Backoff;
@@ -86,4 +86,3 @@ export class NameBackoffs {
     this.#waiting.clear();
   }
 }
-

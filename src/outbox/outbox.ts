@@ -58,7 +58,7 @@ export class Outbox {
     }
     const options = headers === undefined ? { tx } : { tx, headers };
     const publisher = this.#runtime.publisher();
-    const written = this.#refuseWhatNoDestinationTakes(name, payload, where);
+    const written = this.#refuseWhatNoDestinationTakes(name, payload, headers ?? {}, where);
     const id = await publisher.publish(this.table.queueTable.queue(name), written, options);
     // A transactional handler's transaction wakes the relay when it commits; any other is the
     // service's to commit, at a moment the broker never learns.
@@ -71,12 +71,12 @@ export class Outbox {
    * hold back its name's later records: it is refused here, before anything is written. The
    * payload is encoded once for the check and written as those bytes.
    */
-  #refuseWhatNoDestinationTakes(name: string, payload: unknown, where: string): unknown {
+  #refuseWhatNoDestinationTakes(name: string, payload: unknown, headers: Record<string, string>, where: string): unknown {
     const refusing = this.#runtime.destinationsOf(this.table).filter((destination) => destination.refusalOf !== undefined);
     if (refusing.length === 0) return payload;
     const bytes = encodePayload(payload, where);
     for (const destination of refusing) {
-      const reason = destination.refusalOf!({ name, payload: bytes });
+      const reason = destination.refusalOf!({ name, payload: bytes, headers });
       if (reason !== undefined) {
         throw new EncodeError(
           `${where}: this broker relays it to ${destination.description}, which could never take this record of "${name}": ${reason}; nothing was written`,

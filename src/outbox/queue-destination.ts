@@ -2,7 +2,7 @@ import { Queue, QueueTable } from '../definition/define-table.js';
 import { jsonTextOf } from '../delivery/codec.js';
 import { DeclarationError } from '../errors.js';
 import type { PublishItem } from '../publish/publish-options.js';
-import type { OutboxDestination, OutboxRecord, RelayTransaction } from './destination.js';
+import type { OutboxDestination, OutboxRecord, RefusalCandidate, RelayTransaction } from './destination.js';
 
 /** What publishes into a queue on another database: a started `Broker` over it. */
 export interface QueuePublisher {
@@ -54,7 +54,7 @@ export function queueDestination(target: Queue<unknown> | QueueTable, options: Q
   const description =
     target instanceof Queue ? `tablequeue queue "${target.label}"` : `tablequeue table "${spec.qualifiedName}" (a queue per record name)`;
   // A bytes column takes any record: without the check, a write is not encoded twice for it.
-  const refusalOf = (record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined =>
+  const refusalOf = (record: RefusalCandidate): string | undefined =>
     jsonTextOf(record.payload) === undefined
       ? `the payload column "${spec.payload}" of table "${spec.qualifiedName}" holds JSON, and the record's payload bytes are not UTF-8 JSON`
       : undefined;

@@ -1,6 +1,6 @@
 import { ConnectionError, DeclarationError, DestinationError } from '../../errors.js';
 import { MAX_TIMER_MS } from '../../option-checks.js';
-import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination, type OutboxRecord } from '../destination.js';
+import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination, type OutboxRecord, type RefusalCandidate } from '../destination.js';
 import type {
   NatsConnectionLike,
   NatsErrorLike,
@@ -48,6 +48,13 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** JetStream's default duplicate window. */
 const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
 const CONNECTION_NAME = 'tablequeue-outbox';
+/** The header JetStream's `msgID` option writes. */
+const MESSAGE_ID_HEADER = 'Nats-Msg-Id';
+/**
+ * The longest record id a write is checked with before its row (and so its id) exists: a
+ * bigint's 19 digits and a minus, a UUID's 36 characters, with room to spare.
+ */
+const LONGEST_UNWRITTEN_ID = 'x'.repeat(40);
 /** What the package reports when a request finds no subscriber: no stream listens on the subject. */
 const NO_RESPONDERS = '503';
 /** JetStream's error code for a stream that does not exist. */
@@ -220,17 +227,22 @@ export class NatsDestination implements OutboxDestination {
 
   /**
    * A record no send could ever publish: its name maps to a subject one cannot publish to, or
-   * (once connected) its payload alone is over the server's `max_payload`. The relay sends the
-   * records before it and names it; a broker relaying here refuses to write it.
+   * (once connected) its payload and headers together are over the server's `max_payload`. The
+   * relay sends the records before it and names it; a broker relaying here refuses to write it
+   * (counting its id header at 40 characters, the id not being known yet).
    */
-  refusalOf(record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined {
+  refusalOf(record: RefusalCandidate): string | undefined {
     const subject: unknown = this.#subjectOf(record.name);
     if (!isPublishableSubject(subject)) return unpublishableSubject(record.name, subject);
     const maxPayload = this.#connection?.info?.max_payload;
-    if (maxPayload !== undefined && record.payload.byteLength > maxPayload) {
-      return `its payload is ${record.payload.byteLength} bytes, over the server's max_payload of ${maxPayload} (headers included); raise max_payload on the server or send smaller records`;
-    }
-    return undefined;
+    if (maxPayload === undefined) return undefined;
+    const id = record.id ?? LONGEST_UNWRITTEN_ID;
+    const headerBytes = natsHeaderBytes({ ...record.headers, [OUTBOX_RECORD_ID_HEADER]: id, [MESSAGE_ID_HEADER]: this.#options.messageIdPrefix + id });
+    if (record.payload.byteLength + headerBytes <= maxPayload) return undefined;
+    return (
+      `its payload is ${record.payload.byteLength} bytes and its headers ${headerBytes}, over the server's max_payload of ${maxPayload} ` +
+      '(which counts both); raise max_payload on the server or send smaller records'
+    );
   }
 
   #subjectFor(record: OutboxRecord): string {
@@ -362,6 +374,15 @@ function reasonOf(error: unknown): string {
   const apiError = (error as NatsErrorLike | undefined)?.api_error;
   if (apiError?.description !== undefined) return apiError.description;
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The size of the header block a message carries on the wire (`NATS/1.0`, a `name: value` line
+ * per header, an empty line), which the server counts against `max_payload` with the payload.
+ */
+function natsHeaderBytes(headers: Readonly<Record<string, string>>): number {
+  const lines = Object.entries(headers).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value) + 4, 0);
+  return 'NATS/1.0\r\n'.length + lines + 2;
 }
 
 function isPublishableSubject(subject: unknown): subject is string {

@@ -1,6 +1,6 @@
 import { ConnectionError, DeclarationError, DestinationError } from '../../errors.js';
 import { MAX_TIMER_MS } from '../../option-checks.js';
-import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination, type OutboxRecord } from '../destination.js';
+import { OUTBOX_RECORD_ID_HEADER, type OutboxDestination, type OutboxRecord, type RefusalCandidate } from '../destination.js';
 import type {
   AmqpConfirmChannelLike,
   AmqpConnectionLike,
@@ -276,7 +276,7 @@ export class RabbitMqDestination implements OutboxDestination {
    * A record no send could ever publish: its name maps to no routing key AMQP can carry. The
    * relay sends the records before it and names it; a broker relaying here refuses to write it.
    */
-  refusalOf(record: Pick<OutboxRecord, 'name' | 'payload'>): string | undefined {
+  refusalOf(record: RefusalCandidate): string | undefined {
     const routingKey: unknown = this.#routingKeyOf(record.name);
     return isRoutingKey(routingKey) ? undefined : unusableRoutingKey(record.name);
   }
