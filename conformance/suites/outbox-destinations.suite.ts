@@ -162,6 +162,17 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
       return { broker, relay };
     }
 
+    /** A broker relaying to the target that reported a record it refused: the error, and the records it confirmed. */
+    async function relayUntilRefused(target: Target): Promise<{ broker: Broker; confirmed: Collector<string>; refused: Error }> {
+      const confirmed = new Collector<string>();
+      const errors = new Collector<Error>();
+      const { broker } = await relayingBroker(observed(target.destination(), confirmed));
+      broker.on('error', (error) => errors.push(error));
+      const [refused] = await errors.waitFor(1);
+      expect(refused).toBeInstanceOf(EncodeError);
+      return { broker, confirmed, refused: refused! };
+    }
+
     /** Writes records in one service transaction, committed or rolled back; their ids. */
     async function write(
       broker: Broker,
@@ -247,13 +258,8 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
       await writer.start();
       const ids = await write(writer, [{ n: 1 }, oversized, { n: 3 }].map((payload) => ({ name: 'orders', payload })));
 
-      const confirmed = new Collector<string>();
-      const errors = new Collector<Error>();
-      const { broker } = await relayingBroker(observed(target.destination(), confirmed));
-      broker.on('error', (error) => errors.push(error));
-      const [refused] = await errors.waitFor(1);
-      expect(refused).toBeInstanceOf(EncodeError);
-      expect(refused!.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is ${oversized.byteLength} bytes and its headers `);
+      const { broker, confirmed, refused } = await relayUntilRefused(target);
+      expect(refused.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is ${oversized.byteLength} bytes and its headers `);
       expect(confirmed.items).toEqual([ids[0]]);
       await expect(write(broker, [{ name: 'orders', payload: oversized }])).rejects.toThrow(/which could never take this record of "orders": its payload is \d+ bytes and its headers \d+, over the server's max_payload/);
 
@@ -282,14 +288,9 @@ export function outboxDestinationsSuite(context: SuiteContext): void {
       await resize(ids[0]!, 0);
       await resize(ids[1]!, 1);
 
-      const confirmed = new Collector<string>();
-      const errors = new Collector<Error>();
-      const { broker } = await relayingBroker(observed(target.destination(), confirmed));
-      broker.on('error', (error) => errors.push(error));
-      const [refused] = await errors.waitFor(1);
-      expect(refused).toBeInstanceOf(EncodeError);
-      expect(refused!.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is `);
-      expect(refused!.message).toContain(`over the server's max_payload of ${maxPayload} (which counts both)`);
+      const { broker, confirmed, refused } = await relayUntilRefused(target);
+      expect(refused.message).toContain(`record ${ids[1]} of "orders" can never be sent there: its payload is `);
+      expect(refused.message).toContain(`over the server's max_payload of ${maxPayload} (which counts both)`);
       // The record at the limit went: the server took what the check let through.
       expect(confirmed.items).toEqual([ids[0]]);
       expect((await target.received()).map((message) => message.messageId)).toEqual([ids[0]]);
