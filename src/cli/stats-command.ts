@@ -202,14 +202,17 @@ function relayLines(inspection: InspectionWithReaders, paint: Paint): string[] {
     ];
     const head = printable(`relayed to ${relay.destination} by ${relay.broker.host} pid ${relay.broker.pid}: ${counts.join(', ')}`);
     const waiting = relay.waitingNames.map((waiting) => {
-      const sends = `${formatCount(waiting.failedSends)} failed ${waiting.failedSends === 1 ? 'send' : 'sends'} in a row`;
       const when = waiting.retryInMs === 0 ? 'due again now' : `again in ${formatAge(Math.ceil(waiting.retryInMs / 1000))}`;
-      const error = waiting.error === null ? '' : `: ${waiting.error}`;
-      return paint.yellow(printable(`  waiting: "${waiting.name}" after ${sends}, ${when}${error}`));
+      const why = waiting.error === null ? `: ${SEND_NOT_BEGUN}` : `: ${waiting.error}`;
+      const sends = `${formatCount(waiting.failedSends)} failed ${waiting.failedSends === 1 ? 'send' : 'sends'} in a row`;
+      return paint.yellow(printable(`  waiting: "${waiting.name}" after ${sends}, ${when}${why}`));
     });
     return [relay.namesWaitingToRetry > 0 ? paint.yellow(head) : paint.dim(head), ...waiting];
   });
 }
+
+/** Why a relay waits with no error: its send never began. */
+const SEND_NOT_BEGUN = 'its send could not begin (a service transaction held the SQLite handle)';
 
 /** The queues whose claims count their rows in work by reading the whole table, and the index that stops it. */
 function unindexedLines(inspection: InspectionWithReaders, paint: Paint): string[] {

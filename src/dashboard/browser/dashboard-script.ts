@@ -561,7 +561,9 @@ function relayLine(relay: RelayView): HTMLLIElement {
       el('strong', null, name.name),
       ' ',
       el('span', { class: 'muted' }, `${count(name.failedSends)} failed ${name.failedSends === 1 ? 'send' : 'sends'} in a row · ${when}`),
-      name.error === null ? null : el('div', { class: 'mono error' }, name.error),
+      name.error === null
+        ? el('div', { class: 'muted' }, 'its send could not begin (a service transaction held the SQLite handle)')
+        : el('div', { class: 'mono error' }, name.error),
     ]);
   });
   return el('li', { 'data-relay': relay.outbox }, [
