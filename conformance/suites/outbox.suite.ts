@@ -119,6 +119,15 @@ class RecordingDestination implements OutboxDestination {
   }
 }
 
+/** The errors the broker reports for failed sends of its relays (`phase: 'send'`). */
+function sendErrorsOf(broker: Broker): Collector<unknown> {
+  const sendErrors = new Collector<unknown>();
+  broker.on('error', (error, detail) => {
+    if (detail['phase'] === 'send') sendErrors.push(error);
+  });
+  return sendErrors;
+}
+
 /** The value of one series (name and labels, as the text format writes them) in the broker's metrics. */
 function metricValue(broker: Broker, series: string): number | undefined {
   const line = broker.metrics().split('\n').find((candidate) => candidate.startsWith(`${series} `));
@@ -232,10 +241,7 @@ export function outboxSuite(context: SuiteContext): void {
       try {
         const destination = new RecordingDestination(context, 'flaky', { refusing: true });
         const broker = createBroker(context.db, context.brokers);
-        const sendErrors = new Collector<unknown>();
-        broker.on('error', (error, detail) => {
-          if (detail['phase'] === 'send') sendErrors.push(error);
-        });
+        const sendErrors = sendErrorsOf(broker);
         const relay = broker.relay(outbox, destination, { batch: 4, retryBackoff: { initialMs: 200, maxMs: 1_000 } });
         await broker.start();
         const ids = await writeRecords(pool, broker.outbox(outbox), recordsOver(['a', 'b', 'c'], 18));
@@ -271,10 +277,7 @@ export function outboxSuite(context: SuiteContext): void {
         const destination = new RecordingDestination(context, 'down', { refusing: true });
         const broker = createBroker(context.db, context.brokers, { heartbeat: { table: 'tq_relay_brokers', intervalMs: 100 } });
         // Reported as the backoff begins, just before the name is listed as waiting.
-        const sendErrors = new Collector<unknown>();
-        broker.on('error', (error, detail) => {
-          if (detail['phase'] === 'send') sendErrors.push(error);
-        });
+        const sendErrors = sendErrorsOf(broker);
         // A backoff far longer than the test: each name fails once and then waits.
         const relay = broker.relay(outbox, destination, { retryBackoff: { initialMs: 600_000, maxMs: 600_000 } });
         await broker.start();

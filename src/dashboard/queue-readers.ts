@@ -174,13 +174,13 @@ function limitsOf(subscription: object): string[] {
   return limits;
 }
 
-/** The same name, and the same schema where both name one: a table named without one is in the default schema of its session. */
 /** `schema.table` or `table`, as a heartbeat names a table. */
 function tableNamed(qualified: string): { schema: string | undefined; name: string } {
   const dot = qualified.indexOf('.');
   return dot === -1 ? { schema: undefined, name: qualified } : { schema: qualified.slice(0, dot), name: qualified.slice(dot + 1) };
 }
 
+/** The same name, and the same schema where both name one: a table named without one is in the default schema of its session. */
 function isSameTable(
   read: { readonly schema: string | undefined; readonly name: string },
   table: { readonly schema?: string | undefined; readonly name: string },
