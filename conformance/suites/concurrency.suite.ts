@@ -175,6 +175,34 @@ function registerConcurrencyTests(context: SuiteContext): void {
     it('perKey: 1 in the row lock form: a key whose first row lies past the first thousand claimable rows runs while the one key ahead of it has its only slot in work', () =>
       deepKeyRunsPastAFullWindow(keyedRowLock()));
 
+    it('perKey: 1 in the row lock form: a key whose slot a claim passed over on its way to another key\'s runs while that claim\'s row is in work', async () => {
+      // The claim of m's row reads past a's slot (a has no row then). Taken by a locking read in
+      // key order, InnoDB kept the lock on a's slot until m's handler ended, and a's row waited.
+      const table = defineTable(keyedRowLock());
+      await createTable(stand, context.db, table);
+      const queue = table.queue<string>('emails');
+      const gate = new Gate();
+      const handled = new Collector<string>();
+      const broker = createBroker(context.db, context.brokers);
+      broker.subscribe(queue, async (message) => {
+        handled.push(message.payload);
+        if (message.payload === 'held') await gate.handler(message);
+      }, { workers: 3, concurrency: { perKey: 1 } });
+      await broker.start();
+      // a and then x get their slots; x is the last key taken, so the next take wraps around past a.
+      for (const key of ['a', 'x']) {
+        await broker.publish(queue, key, { partitionKey: key });
+        await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, `${key}'s row settled`);
+      }
+      await broker.publish(queue, 'held', { partitionKey: 'm' });
+      await gate.started.waitFor(1);
+      await broker.publish(queue, 'a again', { partitionKey: 'a' });
+      await handled.waitFor(4, 20_000);
+      expect(handled.items).toEqual(['a', 'x', 'held', 'a again']);
+      gate.open();
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+    });
+
     it('perKey: 2 in the row lock form: a key with its only row in work holds back no other key, nor rows without a key', async () => {
       const table = defineTable(keyedRowLock());
       await createTable(stand, context.db, table);

@@ -66,8 +66,8 @@ const KEY_SLOT_PRUNE_INTERVAL_MS = 60_000;
 const KEY_SLOTS_PRUNED_PER_PAGE = 1_000;
 
 /**
- * perKey on MySQL and MariaDB: candidates read beyond the rows wanted, for the ones in work
- * elsewhere that the claim passes over (see `KeySlotClaim`).
+ * perKey on MySQL and MariaDB: candidates read beyond the rows or slots wanted, for the ones in
+ * work elsewhere that the claim passes over (see `KeySlotClaim`, `KeySlotTake`).
  */
 const CANDIDATES_PAST_ROWS_IN_WORK = 8;
 
@@ -429,10 +429,7 @@ export class RowLockForm implements ClaimForm {
     if (keySlots.take.kind === 'claimOrder') {
       slots = (await run(keySlots.take.statement, { ...values, passedKeys })).rows;
     } else {
-      slots = (await run(keySlots.take.after, { ...values, key: this.#lastKeyTaken })).rows;
-      if (slots.length < limit) {
-        slots.push(...(await run(keySlots.take.upTo, { ...values, key: this.#lastKeyTaken, limit: limit - slots.length })).rows);
-      }
+      slots = await takeSlotsInTurn(run, keySlots.take, { ...values, key: this.#lastKeyTaken }, limit);
       const last = slots.at(-1);
       if (last !== undefined) this.#lastKeyTaken = String(last['key_value']);
     }
@@ -479,6 +476,35 @@ async function takeRows(
     }
     if (candidates.length < pageSize) return taken;
   }
+}
+
+/**
+ * Up to `most` free key slots in turn (`roundRobin`): candidates read a page at a time past the
+ * last key taken, then from the first key on, each locked by primary key without waiting. A
+ * candidate already locked is held by a claim elsewhere; the slots in work bound how many are
+ * passed over.
+ */
+async function takeSlotsInTurn(
+  run: RunStatement,
+  take: Extract<KeySlotTake, { kind: 'roundRobin' }>,
+  values: ParamValues & { readonly group: string | undefined },
+  most: number,
+): Promise<Record<string, unknown>[]> {
+  const taken: Record<string, unknown>[] = [];
+  const pageSize = most + CANDIDATES_PAST_ROWS_IN_WORK;
+  for (const candidatesInTurn of [take.after, take.upTo]) {
+    for (let offset = 0; ; offset += pageSize) {
+      const candidates = (await run(candidatesInTurn, { ...values, limit: pageSize, offset })).rows;
+      for (const candidate of candidates) {
+        const slot = (await run(take.lock, { group: values.group, key: candidate['key_value'], slot: candidate['slot'] })).rows[0];
+        if (slot === undefined) continue;
+        taken.push(slot);
+        if (taken.length === most) return taken;
+      }
+      if (candidates.length < pageSize) break;
+    }
+  }
+  return taken;
 }
 
 type RunStatement = (statement: Statement, values?: ParamValues) => Promise<{ rows: Record<string, unknown>[] }>;

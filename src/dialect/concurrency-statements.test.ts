@@ -385,14 +385,19 @@ describe('key slots of the row lock form (perKey)', () => {
     expect(keySlots.take(everyRoleTable.spec)).toEqual({
       kind: 'roundRobin',
       after: {
-        name: "concurrency.takeKeySlotsAfter",
-        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` > ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
-        params: ['group', 'key', 'perKey', 'group', 'now', 'window', 'limit'],
+        name: "concurrency.keySlotsAfter",
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` > ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? OFFSET ?",
+        params: ['group', 'key', 'perKey', 'group', 'now', 'window', 'limit', 'offset'],
       },
       upTo: {
-        name: "concurrency.takeKeySlotsUpTo",
-        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` <= ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
-        params: ['group', 'key', 'perKey', 'group', 'now', 'window', 'limit'],
+        name: "concurrency.keySlotsUpTo",
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` <= ? AND tablequeue_slots.`slot` <= ? AND tablequeue_slots.`key_value` IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT tablequeue_window.tablequeue_key FROM (SELECT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL ORDER BY `priority`, `retry_after`, `job_id` LIMIT ?) AS tablequeue_window) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? OFFSET ?",
+        params: ['group', 'key', 'perKey', 'group', 'now', 'window', 'limit', 'offset'],
+      },
+      lock: {
+        name: 'concurrency.lockKeySlot',
+        sql: "SELECT `key_value`, `slot` FROM `tablequeue_concurrency_key_slots` WHERE `table_name` = 'email_jobs' AND `queue_name` = ? AND `key_value` = CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AND `slot` = ? FOR UPDATE SKIP LOCKED",
+        params: ['group', 'key', 'slot'],
       },
     });
     expect(keySlots.prune(everyRoleTable.spec)).toEqual({

@@ -76,15 +76,21 @@ export interface ConcurrencyStatements {
  *   `:passedKeys` (a text array: keys this claim found a slot of but no free row, see
  *   row-lock-form.ts). `FOR UPDATE` applies after the sort and the limit, so only the slots
  *   returned are locked.
- * - `roundRobin` (MySQL, MariaDB): InnoDB locks each row a locking read visits before a sort, so
- *   a take sorted by the keys' first rows locked every free slot of the queue (a second broker
- *   found none). Read in primary key order instead, it stops at `:limit` and locks only those:
- *   `after` takes the keys past `:key` (the last key this claimer took), `upTo` wraps around to
- *   the rest, so each key gets its turn.
+ * - `roundRobin` (MySQL, MariaDB): InnoDB keeps the lock on each row a locking read visits, the
+ *   ones its WHERE refuses too, at read committed as well. Sorted by the keys' first rows, a take
+ *   locked every free slot of the queue (a second broker found none); read in primary key order,
+ *   it still locked the slots of keys without claimable rows on its way, and a claim's
+ *   transaction held them until its rows settled (measured on MariaDB 10.11: a key whose slot a
+ *   claim had passed waited for that claim's handler, and an idle claim held all 80 slots of a
+ *   queue while another's prune ran). So `after` and `upTo` read free slot candidates without
+ *   locks, in primary key order (params `group`, `key`, `perKey`, `now`, `window`, `limit`,
+ *   `offset`): `after` the keys past `:key` (the last key this claimer took), `upTo` wrapping
+ *   around to the rest, so each key gets its turn; and `lock` locks one candidate by its primary
+ *   key alone, without waiting (params `group`, `key`, `slot`; columns `key_value`, `slot`).
  */
 export type KeySlotTake =
   | { readonly kind: 'claimOrder'; readonly statement: Statement }
-  | { readonly kind: 'roundRobin'; readonly after: Statement; readonly upTo: Statement };
+  | { readonly kind: 'roundRobin'; readonly after: Statement; readonly upTo: Statement; readonly lock: Statement };
 
 /**
  * How a claim takes rows: of a key whose slot it holds, or without a key.
@@ -418,19 +424,26 @@ function renderTakeKeySlots(text: KeyText, spec: TableSpec): Statement {
   );
 }
 
-/**
- * The slots of keys with claimable rows on one side of `:key`, in primary key order. The keys
- * are read in a subquery, which a locking read does not lock (MariaDB has no `FOR UPDATE OF`).
- */
-function renderTakeKeySlotsInTurn(text: KeyText, spec: TableSpec, side: '>' | '<='): Statement {
+/** Candidates of `roundRobin`: the slots of keys with claimable rows on one side of `:key`, in primary key order, read without locks. */
+function renderKeySlotsInTurn(text: KeyText, spec: TableSpec, side: '>' | '<='): Statement {
   const slot = sql`tablequeue_slots.${identifier('slot')}`;
   const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
   const ofQueue = sql`tablequeue_slots.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_slots.${identifier('queue_name')} = ${queueName(spec)}`;
   const withRows = sql`${keyValue} IN (SELECT tablequeue_keys.tablequeue_key FROM (${windowKeys(text, spec)}) AS tablequeue_keys)`;
   return renderStatement(
     text.style,
-    side === '>' ? 'concurrency.takeKeySlotsAfter' : 'concurrency.takeKeySlotsUpTo',
-    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots WHERE ${ofQueue} AND ${keyValue} ${fixedSql(side)} ${param('key')} AND ${slot} <= ${param('perKey')} AND ${withRows} ORDER BY ${keyValue}, ${slot} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`,
+    side === '>' ? 'concurrency.keySlotsAfter' : 'concurrency.keySlotsUpTo',
+    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots WHERE ${ofQueue} AND ${keyValue} ${fixedSql(side)} ${param('key')} AND ${slot} <= ${param('perKey')} AND ${withRows} ORDER BY ${keyValue}, ${slot} LIMIT ${param('limit')} OFFSET ${param('offset')}`,
+  );
+}
+
+/** `roundRobin`'s lock: one slot by its whole primary key, so InnoDB visits and locks that row alone. */
+function renderLockKeySlot(text: KeyText, spec: TableSpec): Statement {
+  const ofSlot = sql`${slotsOfQueue(spec)} AND ${identifier('key_value')} = ${text.of(param('key'))} AND ${identifier('slot')} = ${param('slot')}`;
+  return renderStatement(
+    text.style,
+    'concurrency.lockKeySlot',
+    sql`SELECT ${identifier('key_value')}, ${identifier('slot')} FROM ${keySlotsTableOf(spec)} WHERE ${ofSlot} FOR UPDATE SKIP LOCKED`,
   );
 }
 
@@ -545,8 +558,9 @@ const MYSQL_KEY_SLOTS: KeySlotStatements = {
   addInTransaction: true,
   take: (spec) => ({
     kind: 'roundRobin',
-    after: renderTakeKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '>'),
-    upTo: renderTakeKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '<='),
+    after: renderKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '>'),
+    upTo: renderKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '<='),
+    lock: renderLockKeySlot(MYSQL_KEY_TEXT, spec),
   }),
   prune: (spec) => ({ kind: 'lockThenDelete', lock: renderLockUnusedKeySlots(spec), delete: renderDeleteKeySlots(spec) }),
   claimOfKey: (spec, columns) => renderReadThenLockKeySlotClaim(spec, columns, 'ofKey'),
