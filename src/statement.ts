@@ -57,6 +57,7 @@ export type ParamName =
   | 'key'
   | 'slot'
   | 'passedKeys'
+  | 'keys'
   | 'window'
   | 'offset'
   | 'candidates'

@@ -16,6 +16,8 @@ import type { SuiteContext } from '../run-conformance.js';
 const DUE_ROWS = 100_000;
 /** One table holding many queues, each claim naming one of them. */
 const SHARED_QUEUES = 1_000;
+/** The keys of a perKey table's rows, each with two slots. */
+const KEYS = 1_000;
 /** One claim at a time, and a batch as large as the growth benchmark's. */
 const CLAIM_LIMITS = [1, 100];
 const LEASE_MS = 30_000;
@@ -144,7 +146,65 @@ export function claimPlansSuite(context: SuiteContext): void {
         connection.release();
       }
     });
+
+    it('a row lock table under perKey: neither statement of the take joins, before ANALYZE too (one that joined the slots to the heads compared every slot with every key), and the keys\' heads read the claim index', async () => {
+      const table = defineTable({ ...jobsDeclaration({ form: 'rowLock' }), partitionKey: 'customer' });
+      await createTable(context.stand, context.db, table);
+      const keySlots = createConcurrencyStatements('postgres').keySlots!;
+      await context.db.exec(keySlots.createTable(table.spec));
+      await context.db.exec(
+        `INSERT INTO ${TABLE} (queue, customer, retry_after, payload) SELECT 'emails', 'k' || (n % ${KEYS}), now() - n * interval '1 millisecond', ${PAYLOAD} FROM generate_series(1, ${DUE_ROWS}) AS n`,
+      );
+      await context.db.exec(
+        `INSERT INTO tablequeue_concurrency_key_slots SELECT '${TABLE}', 'emails', 'k' || n, slot FROM generate_series(0, ${KEYS - 1}) AS n, generate_series(1, 2) AS slot`,
+      );
+      const take = keySlots.take(table.spec);
+      if (take.kind !== 'claimOrder') throw new Error(`expected PostgreSQL's key slot take in claim order, got ${take.kind}`);
+      const values = {
+        group: 'emails',
+        now: new Date(),
+        ids: ['1', '2', '3'],
+        passedKeys: ['k4'],
+        window: KEY_WINDOW_ROWS,
+        limit: 8,
+        offset: 0,
+        keys: Array.from({ length: 16 }, (_, index) => `k${index}`),
+        perKey: 2,
+      };
+      const driver = await context.db.openDriver({ poolSize: 1 });
+      const connection = await driver.acquire();
+      const plansOf = async (statement: Statement) => {
+        const bound = bindStatement(statement, values);
+        return [
+          await explain(connection, { name: 'plan.explain', sql: `EXPLAIN (FORMAT JSON) ${bound.sql}`, values: bound.values }),
+          await explainGeneric(connection, bound),
+        ];
+      };
+      try {
+        // Without statistics the planner may read the queue's due rows by a bitmap of the claim
+        // index and sort them, until autovacuum analyzes the table; it never joins.
+        for (const [statement, which] of [[take.heads, 'the heads'], [take.lock, 'the lock']] as const) {
+          for (const plan of await plansOf(statement)) {
+            const shown = `${which}, before ANALYZE:\n${JSON.stringify(plan, undefined, 2)}`;
+            expect(nodesOf(plan, (node) => ['Nested Loop', 'Hash Join', 'Merge Join'].includes(node['Node Type'])).map(describeScan), shown).toEqual([]);
+            expect(scanNodesOf(plan).filter((node) => node['Node Type'] === 'Seq Scan').map(describeScan), shown).toEqual([]);
+          }
+        }
+        await context.db.exec(`ANALYZE ${TABLE}`);
+        await context.db.exec('ANALYZE tablequeue_concurrency_key_slots');
+        for (const plan of await plansOf(take.heads)) {
+          expect(scanNodesOf(plan).map(describeScan), `the heads:\n${JSON.stringify(plan, undefined, 2)}`).toEqual([`Index Scan using ${CLAIM_INDEX}`]);
+        }
+      } finally {
+        connection.release();
+      }
+    });
   });
+}
+
+/** Every node of the plan that `isWanted`. */
+function nodesOf(node: PlanNode, isWanted: (node: PlanNode) => boolean): PlanNode[] {
+  return [...(isWanted(node) ? [node] : []), ...(node.Plans ?? []).flatMap((child) => nodesOf(child, isWanted))];
 }
 
 function fifoJobsTable(form: FormUnderTest): QueueTable {
@@ -200,7 +260,8 @@ async function explainGeneric(connection: Connection, claim: BoundStatement): Pr
 
 function sqlLiteral(value: unknown): string {
   if (typeof value === 'number') return String(value);
-  const text = value instanceof Date ? value.toISOString() : String(value);
+  const element = (item: unknown) => `"${String(item).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+  const text = value instanceof Date ? value.toISOString() : Array.isArray(value) ? `{${value.map(element).join(',')}}` : String(value);
   return `'${text.replaceAll("'", "''")}'`;
 }
 

@@ -235,7 +235,8 @@ function registerConcurrencyTests(context: SuiteContext): void {
       const first = createBroker(context.db, context.brokers);
       first.subscribe(queue, handler, { workers: 4, concurrency: { perKey: 2 } });
       await first.start();
-      const keys = Array.from({ length: 40 }, (_, index) => `k${index}`);
+      // 1,040 slots: more than one page of a prune on MySQL and MariaDB.
+      const keys = Array.from({ length: 520 }, (_, index) => `k${index}`);
       await first.publishMany(queue, [{ payload: 'held', partitionKey: 'held' }, ...keys.map((key) => ({ payload: key, partitionKey: key }))]);
       await handled.waitFor(keys.length + 1);
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 1, 20_000, 'every row but the held one settled');

@@ -89,6 +89,14 @@ export class ClaimTransaction {
     this.#ended.promise.catch(() => undefined);
   }
 
+  /** Settles once the claim's transaction has ended, committed or not; never rejects. */
+  get ended(): Promise<void> {
+    return this.#ended.promise.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
   hold(claimed: ClaimedRow): HeldRow {
     return new ClaimTransactionRow(claimed, this.#lendTransaction(claimed), this.#rowSettler);
   }

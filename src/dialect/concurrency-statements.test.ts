@@ -331,10 +331,15 @@ describe('key slots of the row lock form (perKey)', () => {
     });
     expect(keySlots.take(everyRoleTable.spec)).toEqual({
       kind: 'claimOrder',
-      statement: {
-        name: "concurrency.takeKeySlots",
-        sql: "SELECT tablequeue_slots.\"key_value\", tablequeue_slots.\"slot\" FROM \"tablequeue_concurrency_key_slots\" AS tablequeue_slots JOIN (SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $3) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key) AS tablequeue_heads ON tablequeue_slots.\"key_value\" = tablequeue_heads.tablequeue_key WHERE tablequeue_slots.\"table_name\" = 'email_jobs' AND tablequeue_slots.\"queue_name\" = $4 AND tablequeue_slots.\"slot\" <= $5 AND tablequeue_slots.\"key_value\" <> ALL($6) ORDER BY tablequeue_heads.tablequeue_first, tablequeue_slots.\"slot\" LIMIT $7 FOR UPDATE OF tablequeue_slots SKIP LOCKED",
-        params: ['group', 'now', 'window', 'group', 'perKey', 'passedKeys', 'limit'],
+      heads: {
+        name: 'concurrency.keyHeads',
+        sql: "SELECT tablequeue_positions.tablequeue_key FROM (SELECT CAST(\"customer\" AS text) AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY \"priority\", \"retry_after\", \"job_id\") AS tablequeue_position FROM \"email_jobs\" WHERE \"queue\" = $1 AND \"retry_after\" <= $2 AND \"processed_at\" IS NULL AND \"customer\" IS NOT NULL AND \"job_id\" <> ALL($3) AND CAST(\"customer\" AS text) <> ALL($4) ORDER BY \"priority\", \"retry_after\", \"job_id\" LIMIT $5) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key ORDER BY MIN(tablequeue_positions.tablequeue_position) LIMIT $6 OFFSET $7",
+        params: ['group', 'now', 'ids', 'passedKeys', 'window', 'limit', 'offset'],
+      },
+      lock: {
+        name: 'concurrency.lockSlotsOfKeys',
+        sql: "SELECT \"key_value\", \"slot\" FROM \"tablequeue_concurrency_key_slots\" WHERE \"table_name\" = 'email_jobs' AND \"queue_name\" = $1 AND \"key_value\" = ANY($2) AND \"slot\" <= $3 ORDER BY array_position(CAST($4 AS text[]), \"key_value\"), \"slot\" LIMIT $5 FOR UPDATE SKIP LOCKED",
+        params: ['group', 'keys', 'perKey', 'keys', 'limit'],
       },
     });
     expect(keySlots.prune(everyRoleTable.spec)).toEqual({
@@ -400,19 +405,25 @@ describe('key slots of the row lock form (perKey)', () => {
         params: ['group', 'key', 'slot'],
       },
     });
+    const namedSlots = `(SELECT CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key, ? AS tablequeue_slot${' UNION ALL SELECT CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin, ?'.repeat(KEY_SLOTS_PER_DELETE - 1)}) AS tablequeue_named ` +
+      "STRAIGHT_JOIN `tablequeue_concurrency_key_slots` FORCE INDEX (PRIMARY) ON `tablequeue_concurrency_key_slots`.`table_name` = 'email_jobs' AND `tablequeue_concurrency_key_slots`.`queue_name` = ? AND `tablequeue_concurrency_key_slots`.`key_value` = tablequeue_named.tablequeue_key AND `tablequeue_concurrency_key_slots`.`slot` = tablequeue_named.tablequeue_slot";
+    const namedSlotParams = [...Array.from({ length: KEY_SLOTS_PER_DELETE }, () => ['key', 'slot']).flat(), 'group'];
     expect(keySlots.prune(everyRoleTable.spec)).toEqual({
       kind: 'lockThenDelete',
+      unused: {
+        name: 'concurrency.unusedKeySlots',
+        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND (tablequeue_slots.`key_value` > ? OR tablequeue_slots.`key_value` = ? AND tablequeue_slots.`slot` > ?) AND tablequeue_slots.`key_value` NOT IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ?",
+        params: ['group', 'key', 'key', 'slot', 'group', 'now', 'limit'],
+      },
       lock: {
-        name: 'concurrency.lockUnusedKeySlots',
-        sql: "SELECT tablequeue_slots.`key_value`, tablequeue_slots.`slot` FROM `tablequeue_concurrency_key_slots` AS tablequeue_slots WHERE tablequeue_slots.`table_name` = 'email_jobs' AND tablequeue_slots.`queue_name` = ? AND tablequeue_slots.`key_value` >= ? AND tablequeue_slots.`key_value` NOT IN (SELECT tablequeue_keys.tablequeue_key FROM (SELECT DISTINCT CONVERT(`customer` USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key FROM `email_jobs` WHERE `queue` = ? AND `retry_after` <= ? AND `processed_at` IS NULL AND `customer` IS NOT NULL) AS tablequeue_keys) ORDER BY tablequeue_slots.`key_value`, tablequeue_slots.`slot` LIMIT ? FOR UPDATE SKIP LOCKED",
-        params: ['group', 'key', 'group', 'now', 'limit'],
+        name: 'concurrency.lockKeySlots',
+        sql: "SELECT `tablequeue_concurrency_key_slots`.`key_value`, `tablequeue_concurrency_key_slots`.`slot` FROM " + namedSlots + ' FOR UPDATE SKIP LOCKED',
+        params: namedSlotParams,
       },
       delete: {
         name: 'concurrency.deleteKeySlots',
-        sql:
-          `DELETE \`tablequeue_concurrency_key_slots\` FROM (SELECT CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AS tablequeue_key, ? AS tablequeue_slot${' UNION ALL SELECT CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin, ?'.repeat(KEY_SLOTS_PER_DELETE - 1)}) AS tablequeue_unused ` +
-          "STRAIGHT_JOIN `tablequeue_concurrency_key_slots` FORCE INDEX (PRIMARY) ON `tablequeue_concurrency_key_slots`.`table_name` = 'email_jobs' AND `tablequeue_concurrency_key_slots`.`queue_name` = ? AND `tablequeue_concurrency_key_slots`.`key_value` = tablequeue_unused.tablequeue_key AND `tablequeue_concurrency_key_slots`.`slot` = tablequeue_unused.tablequeue_slot",
-        params: [...Array.from({ length: KEY_SLOTS_PER_DELETE }, () => ['key', 'slot']).flat(), 'group'],
+        sql: "DELETE `tablequeue_concurrency_key_slots` FROM " + namedSlots,
+        params: namedSlotParams,
       },
     });
     expect(keySlots.claimOfKey(everyRoleTable.spec, everyRoleTable.columns)).toEqual({

@@ -72,10 +72,16 @@ export interface ConcurrencyStatements {
 
 /**
  * Which keys' slots a claim takes first.
- * - `claimOrder` (Postgres): the key whose first claimable row comes first in claim order, past
- *   `:passedKeys` (a text array: keys this claim found a slot of but no free row, see
- *   row-lock-form.ts). `FOR UPDATE` applies after the sort and the limit, so only the slots
- *   returned are locked.
+ * - `claimOrder` (Postgres): the keys whose first claimable row comes first in claim order.
+ *   `heads` reads them without locks, a page at a time (params `group`, `now`, `ids`,
+ *   `passedKeys`, `window`, `limit`, `offset`; column `tablequeue_key`): past `:passedKeys` (a
+ *   text array: keys this claim found a slot of but no free row, see row-lock-form.ts), and
+ *   leaving out the rows `:ids` (an array of ids: the rows this claimer holds in work, which no
+ *   claim can take). `lock` locks up to `:limit` free slots of the keys `:keys` (a text array, in
+ *   that order), without waiting (params `group`, `keys`, `perKey`, `limit`); `FOR UPDATE` applies
+ *   after the sort and the limit, so only the slots returned are locked. In one statement, the
+ *   slots joined to the keys' first rows, a planner without statistics of fresh tables chose a
+ *   nested loop that compared every slot with every key: 67 ms a take with 520 keys.
  * - `roundRobin` (MySQL, MariaDB): InnoDB keeps the lock on each row a locking read visits, the
  *   ones its WHERE refuses too, at read committed as well. Sorted by the keys' first rows, a take
  *   locked every free slot of the queue (a second broker found none); read in primary key order,
@@ -89,7 +95,7 @@ export interface ConcurrencyStatements {
  *   key alone, without waiting (params `group`, `key`, `slot`; columns `key_value`, `slot`).
  */
 export type KeySlotTake =
-  | { readonly kind: 'claimOrder'; readonly statement: Statement }
+  | { readonly kind: 'claimOrder'; readonly heads: Statement; readonly lock: Statement }
   | { readonly kind: 'roundRobin'; readonly after: Statement; readonly upTo: Statement; readonly lock: Statement };
 
 /**
@@ -114,20 +120,23 @@ export type KeySlotClaim =
  * tenant would keep a slot row for every key it ever saw, which each take reads past.
  * - `oneStatement` (Postgres): deletes them all, each locked without waiting (params `group`,
  *   `now`).
- * - `lockThenDelete` (MySQL, MariaDB): `lock` locks up to `:limit` of them from key `:key` on, in
- *   primary key order, without waiting (params `group`, `key`, `now`, `limit`; columns
- *   `key_value`, `slot`), and `delete` removes `KEY_SLOTS_PER_DELETE` locked slots by their
- *   primary keys (`group`, then `key` and `slot` once per slot: bind with `bindRepeated`, padded
- *   with the last), a READ COMMITTED transaction per page behind the queue's guard row, as `add`
- *   runs. MySQL cannot delete from a table its own subquery reads, and a delete that met a slot
- *   another claim holds would wait for it: a claim can hold the slot of a key whose last row
- *   another claim took, until the rows it took beside it settle.
+ * - `lockThenDelete` (MySQL, MariaDB): `unused` reads up to `:limit` of them past slot `:slot` of
+ *   key `:key`, in primary key order, without locks (params `group`, `key`, `slot`, `now`, `limit`; columns
+ *   `key_value`, `slot`); `lock` locks `KEY_SLOTS_PER_DELETE` of those by their primary keys,
+ *   without waiting (columns `key_value`, `slot`, a slot named twice returned twice); and `delete`
+ *   removes as many locked slots by their primary keys. `lock` and `delete` bind `group`, then
+ *   `key` and `slot` once per slot (`bindRepeated`, padded with the last). A READ COMMITTED
+ *   transaction per page behind the queue's guard row, as `add` runs. MySQL cannot delete from a
+ *   table its own subquery reads; a delete that met a slot another claim holds would wait for it
+ *   (a claim can hold the slot of a key whose last row another claim took, until the rows it took
+ *   beside it settle); and a locking read of the unused slots kept the lock on every slot it
+ *   visited, those of keys with rows too, so a claim running beside the prune found them taken.
  */
 export type KeySlotPrune =
   | { readonly kind: 'oneStatement'; readonly statement: Statement }
-  | { readonly kind: 'lockThenDelete'; readonly lock: Statement; readonly delete: Statement };
+  | { readonly kind: 'lockThenDelete'; readonly unused: Statement; readonly lock: Statement; readonly delete: Statement };
 
-/** The slots one `lockThenDelete` delete statement removes. */
+/** The slots one `lockThenDelete` lock or delete statement names. */
 export const KEY_SLOTS_PER_DELETE = 100;
 
 export interface KeySlotStatements {
@@ -149,10 +158,10 @@ export interface KeySlotStatements {
    */
   readonly addInTransaction: boolean;
   /**
-   * Locks up to `:limit` free slots numbered up to `:perKey` of the keys among the queue's first
-   * `:window` claimable rows in claim order, without waiting (params `group`, `now`, `perKey`,
-   * `window`, `limit`; columns `key_value`, the key as text, and `slot`). Only the slot rows are
-   * locked, never the queue rows read to find the keys.
+   * Takes up to `:limit` free slots numbered up to `:perKey` of the keys among the queue's first
+   * `:window` claimable rows, without waiting (columns `key_value`, the key as text, and `slot`;
+   * the statements and their params in `KeySlotTake`). Only the slot rows are locked, never the
+   * queue rows read to find the keys.
    */
   take(spec: TableSpec): KeySlotTake;
   /** Deletes unused slots: those of keys without claimable rows that no delivery holds (see `KeySlotPrune`). */
@@ -369,9 +378,9 @@ function renderKeySlotsTable(text: KeyText, spec: TableSpec): string {
 }
 
 /** ` FROM <table> WHERE …`: the queue's claimable rows that have a key. */
-function fromClaimableKeyedRows(spec: TableSpec): SqlText {
+function fromClaimableKeyedRows(spec: TableSpec, also: readonly SqlText[] = []): SqlText {
   const key = identifier(requirePartitionKey(spec, 'a key slot'));
-  return sql` FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`])}`;
+  return sql` FROM ${tableOf(spec)}${whereAll([...claimConditions(spec, 'rowLock'), sql`${key} IS NOT NULL`, ...also])}`;
 }
 
 /** The partition key column as text that compares with `key_value`. */
@@ -407,20 +416,29 @@ function renderAddKeySlots(text: KeyText, spec: TableSpec, numbers: { with: SqlT
 }
 
 /**
- * The keys ordered by their first claimable row: a rank over the claimable rows in claim order
- * (claim orders run over several columns, so a MIN of one would not do), its least per key. The
- * queue rows are read in a derived table, and `FOR UPDATE OF` names the slot rows alone.
+ * `claimOrder`'s heads: the keys ordered by their first claimable row not in work here, a rank
+ * over those rows in claim order (claim orders run over several columns, so a MIN of one would
+ * not do), its least per key.
  */
-function renderTakeKeySlots(text: KeyText, spec: TableSpec): Statement {
-  const positions = sql`SELECT ${keyTextOf(text, spec)} AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY ${claimOrder(spec)}) AS tablequeue_position${fromClaimableKeyedRows(spec)} ORDER BY ${claimOrder(spec)} LIMIT ${param('window')}`;
-  const heads = sql`SELECT tablequeue_positions.tablequeue_key, MIN(tablequeue_positions.tablequeue_position) AS tablequeue_first FROM (${positions}) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key`;
-  const slot = sql`tablequeue_slots.${identifier('slot')}`;
-  const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
-  const ofQueue = sql`tablequeue_slots.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_slots.${identifier('queue_name')} = ${queueName(spec)}`;
+function renderKeyHeads(text: KeyText, spec: TableSpec): Statement {
+  const keyText = keyTextOf(text, spec);
+  const outside = [sql`${identifier(spec.id.column)} <> ALL(${param('ids')})`, sql`${keyText} <> ALL(${param('passedKeys')})`];
+  const positions = sql`SELECT ${keyText} AS tablequeue_key, ROW_NUMBER() OVER (ORDER BY ${claimOrder(spec)}) AS tablequeue_position${fromClaimableKeyedRows(spec, outside)} ORDER BY ${claimOrder(spec)} LIMIT ${param('window')}`;
   return renderStatement(
     text.style,
-    'concurrency.takeKeySlots',
-    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots JOIN (${heads}) AS tablequeue_heads ON ${keyValue} = tablequeue_heads.tablequeue_key WHERE ${ofQueue} AND ${slot} <= ${param('perKey')} AND ${keyValue} <> ALL(${param('passedKeys')}) ORDER BY tablequeue_heads.tablequeue_first, ${slot} LIMIT ${param('limit')} FOR UPDATE OF tablequeue_slots SKIP LOCKED`,
+    'concurrency.keyHeads',
+    sql`SELECT tablequeue_positions.tablequeue_key FROM (${positions}) AS tablequeue_positions GROUP BY tablequeue_positions.tablequeue_key ORDER BY MIN(tablequeue_positions.tablequeue_position) LIMIT ${param('limit')} OFFSET ${param('offset')}`,
+  );
+}
+
+/** `claimOrder`'s lock: free slots of the keys `:keys`, in their order, by the slots' primary key. */
+function renderLockSlotsOfKeys(text: KeyText, spec: TableSpec): Statement {
+  const keyValue = identifier('key_value');
+  const slot = identifier('slot');
+  return renderStatement(
+    text.style,
+    'concurrency.lockSlotsOfKeys',
+    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} WHERE ${slotsOfQueue(spec)} AND ${keyValue} = ANY(${param('keys')}) AND ${slot} <= ${param('perKey')} ORDER BY array_position(CAST(${param('keys')} AS text[]), ${keyValue}), ${slot} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`,
   );
 }
 
@@ -466,30 +484,28 @@ function renderPruneKeySlots(spec: TableSpec): Statement {
 }
 
 /**
- * MySQL, MariaDB: the keys with claimable rows are read in a subquery, which the locking read
- * does not lock and MariaDB materializes once with an index on the key. Each page starts at the
- * last key of the one before: the slots that page deleted are gone, so none is read twice.
+ * MySQL, MariaDB: the keys with claimable rows are read in a subquery, which MariaDB materializes
+ * once with an index on the key. Each page starts past the last slot of the one before
+ * (`:key`, `:slot`): a slot it found locked is read again by the next prune, not the next page.
  */
-function renderLockUnusedKeySlots(spec: TableSpec): Statement {
+function renderUnusedKeySlots(spec: TableSpec): Statement {
   const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
   const slot = sql`tablequeue_slots.${identifier('slot')}`;
   const ofQueue = sql`tablequeue_slots.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_slots.${identifier('queue_name')} = ${queueName(spec)}`;
   const withoutRows = sql`${keyValue} NOT IN (SELECT tablequeue_keys.tablequeue_key FROM (${claimableKeys(MYSQL_KEY_TEXT, spec)}) AS tablequeue_keys)`;
   return renderStatement(
     BACKTICK_STYLE,
-    'concurrency.lockUnusedKeySlots',
-    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots WHERE ${ofQueue} AND ${keyValue} >= ${param('key')} AND ${withoutRows} ORDER BY ${keyValue}, ${slot} LIMIT ${param('limit')} FOR UPDATE SKIP LOCKED`,
+    'concurrency.unusedKeySlots',
+    sql`SELECT ${keyValue}, ${slot} FROM ${keySlotsTableOf(spec)} AS tablequeue_slots WHERE ${ofQueue} AND (${keyValue} > ${param('key')} OR ${keyValue} = ${param('key')} AND ${slot} > ${param('slot')}) AND ${withoutRows} ORDER BY ${keyValue}, ${slot} LIMIT ${param('limit')}`,
   );
 }
 
 /**
- * The slots as a derived table read first (STRAIGHT_JOIN), then one unique lookup of the primary
- * key per slot (FORCE INDEX), which finds only a row this transaction locked already. As an `OR`
- * of the slots' keys MariaDB scanned the queue's slots and waited on one a claim held (a lock
- * wait timeout); this is the shape of `rowLock.finishMany`, for the same reason. 1,000 slots go
- * in 10 statements, not 1,000 round trips.
+ * `KEY_SLOTS_PER_DELETE` slots as a derived table read first (STRAIGHT_JOIN), joined to their
+ * rows by one unique lookup of the primary key each (FORCE INDEX): InnoDB visits, and locks, the
+ * named slots alone. `delete` reads them the same way.
  */
-function renderDeleteKeySlots(spec: TableSpec): Statement {
+function keySlotsNamed(spec: TableSpec): { readonly from: SqlText; readonly table: SqlText } {
   const text = (value: SqlText): SqlText => MYSQL_KEY_TEXT.of(value);
   const slots = joinSql(
     Array.from({ length: KEY_SLOTS_PER_DELETE }, (_, index) =>
@@ -500,12 +516,28 @@ function renderDeleteKeySlots(spec: TableSpec): Statement {
     ' UNION ALL ',
   );
   const table = keySlotsTableOf(spec);
-  const matches = sql`${table}.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND ${table}.${identifier('queue_name')} = ${queueName(spec)} AND ${table}.${identifier('key_value')} = tablequeue_unused.tablequeue_key AND ${table}.${identifier('slot')} = tablequeue_unused.tablequeue_slot`;
+  const matches = sql`${table}.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND ${table}.${identifier('queue_name')} = ${queueName(spec)} AND ${table}.${identifier('key_value')} = tablequeue_named.tablequeue_key AND ${table}.${identifier('slot')} = tablequeue_named.tablequeue_slot`;
+  return { from: sql`(${slots}) AS tablequeue_named STRAIGHT_JOIN ${table} FORCE INDEX (PRIMARY) ON ${matches}`, table };
+}
+
+/** `lockThenDelete`'s lock: those of the named slots that no claim holds. */
+function renderLockKeySlots(spec: TableSpec): Statement {
+  const { from, table } = keySlotsNamed(spec);
   return renderStatement(
     BACKTICK_STYLE,
-    'concurrency.deleteKeySlots',
-    sql`DELETE ${table} FROM (${slots}) AS tablequeue_unused STRAIGHT_JOIN ${table} FORCE INDEX (PRIMARY) ON ${matches}`,
+    'concurrency.lockKeySlots',
+    sql`SELECT ${table}.${identifier('key_value')}, ${table}.${identifier('slot')} FROM ${from} FOR UPDATE SKIP LOCKED`,
   );
+}
+
+/**
+ * The locked slots (`keySlotsNamed`). As an `OR` of the slots' keys MariaDB scanned the queue's
+ * slots and waited on one a claim held (a lock wait timeout); this is the shape of
+ * `rowLock.finishMany`, for the same reason. 1,000 slots go in 10 statements, not 1,000 round trips.
+ */
+function renderDeleteKeySlots(spec: TableSpec): Statement {
+  const { from, table } = keySlotsNamed(spec);
+  return renderStatement(BACKTICK_STYLE, 'concurrency.deleteKeySlots', sql`DELETE ${table} FROM ${from}`);
 }
 
 /** Postgres: one locking read of a key's rows, or of rows without a key. */
@@ -542,7 +574,7 @@ const POSTGRES_KEY_SLOTS: KeySlotStatements = {
       from: sql`generate_series(1, ${param('perKey')}::integer) AS tablequeue_numbers (n)`,
     }, sql` ON CONFLICT DO NOTHING`),
   addInTransaction: false,
-  take: (spec) => ({ kind: 'claimOrder', statement: renderTakeKeySlots(POSTGRES_KEY_TEXT, spec) }),
+  take: (spec) => ({ kind: 'claimOrder', heads: renderKeyHeads(POSTGRES_KEY_TEXT, spec), lock: renderLockSlotsOfKeys(POSTGRES_KEY_TEXT, spec) }),
   prune: (spec) => ({ kind: 'oneStatement', statement: renderPruneKeySlots(spec) }),
   claimOfKey: (spec, columns) => renderLockingKeySlotClaim(spec, columns, 'ofKey'),
   claimWithoutKey: (spec, columns) => renderLockingKeySlotClaim(spec, columns, 'withoutKey'),
@@ -562,7 +594,7 @@ const MYSQL_KEY_SLOTS: KeySlotStatements = {
     upTo: renderKeySlotsInTurn(MYSQL_KEY_TEXT, spec, '<='),
     lock: renderLockKeySlot(MYSQL_KEY_TEXT, spec),
   }),
-  prune: (spec) => ({ kind: 'lockThenDelete', lock: renderLockUnusedKeySlots(spec), delete: renderDeleteKeySlots(spec) }),
+  prune: (spec) => ({ kind: 'lockThenDelete', unused: renderUnusedKeySlots(spec), lock: renderLockKeySlots(spec), delete: renderDeleteKeySlots(spec) }),
   claimOfKey: (spec, columns) => renderReadThenLockKeySlotClaim(spec, columns, 'ofKey'),
   claimWithoutKey: (spec, columns) => renderReadThenLockKeySlotClaim(spec, columns, 'withoutKey'),
 };
