@@ -498,7 +498,8 @@ async function takeRows(
 /**
  * Up to `most` free key slots in claim order (`claimOrder`): the keys read a page at a time, the
  * free slots of each page's keys locked in their order. A key whose slots are all locked is at
- * its limit elsewhere; those keys bound how many pages are read.
+ * its limit elsewhere; each page is twice the one before, so keys at their limit cost a few
+ * pages, not one per handful of keys.
  */
 async function takeSlotsInClaimOrder(
   run: RunStatement,
@@ -507,8 +508,7 @@ async function takeSlotsInClaimOrder(
   most: number,
 ): Promise<Record<string, unknown>[]> {
   const taken: Record<string, unknown>[] = [];
-  const pageSize = most + CANDIDATES_PAST_ROWS_IN_WORK;
-  for (let offset = 0; ; offset += pageSize) {
+  for (let offset = 0, pageSize = most + CANDIDATES_PAST_ROWS_IN_WORK; ; offset += pageSize, pageSize *= 2) {
     const keys = (await run(take.heads, { ...values, limit: pageSize, offset })).rows.map((head) => head['tablequeue_key']);
     if (keys.length > 0) taken.push(...(await run(take.lock, { group: values.group, keys, perKey: values.perKey, limit: most - taken.length })).rows);
     if (taken.length >= most || keys.length < pageSize) return taken;
