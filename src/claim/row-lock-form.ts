@@ -499,7 +499,9 @@ async function takeRows(
  * Up to `most` free key slots in claim order (`claimOrder`): the keys read a page at a time, the
  * free slots of each page's keys locked in their order. A key whose slots are all locked is at
  * its limit elsewhere; each page is twice the one before, so keys at their limit cost a few
- * pages, not one per handful of keys.
+ * pages, not one per handful of keys. The pages are read while rows settle and arrive, so a key
+ * can come again in a later page: its slots are not locked twice, since a lock this transaction
+ * holds does not skip its own rows and the key would get rows for a slot counted twice.
  */
 async function takeSlotsInClaimOrder(
   run: RunStatement,
@@ -508,10 +510,13 @@ async function takeSlotsInClaimOrder(
   most: number,
 ): Promise<Record<string, unknown>[]> {
   const taken: Record<string, unknown>[] = [];
+  const keysRead = new Set<unknown>();
   for (let offset = 0, pageSize = most + CANDIDATES_PAST_ROWS_IN_WORK; ; offset += pageSize, pageSize *= 2) {
-    const keys = (await run(take.heads, { ...values, limit: pageSize, offset })).rows.map((head) => head['tablequeue_key']);
+    const heads = (await run(take.heads, { ...values, limit: pageSize, offset })).rows;
+    const keys = heads.map((head) => head['tablequeue_key']).filter((key) => !keysRead.has(key));
+    for (const key of keys) keysRead.add(key);
     if (keys.length > 0) taken.push(...(await run(take.lock, { group: values.group, keys, perKey: values.perKey, limit: most - taken.length })).rows);
-    if (taken.length >= most || keys.length < pageSize) return taken;
+    if (taken.length >= most || heads.length < pageSize) return taken;
   }
 }
 
@@ -519,7 +524,8 @@ async function takeSlotsInClaimOrder(
  * Up to `most` free key slots in turn (`roundRobin`): candidates read a page at a time past the
  * last key taken, then from the first key on, each locked by primary key without waiting. A
  * candidate already locked is held by a claim elsewhere; the slots in work bound how many are
- * passed over.
+ * passed over. A slot read again in a later page (the pages shift as rows arrive) is not locked
+ * again: the lock would return it, held by this transaction, and the key would count it twice.
  */
 async function takeSlotsInTurn(
   run: RunStatement,
@@ -528,11 +534,15 @@ async function takeSlotsInTurn(
   most: number,
 ): Promise<Record<string, unknown>[]> {
   const taken: Record<string, unknown>[] = [];
+  const slotsRead = new Set<string>();
   const pageSize = most + CANDIDATES_PAST_ROWS_IN_WORK;
   for (const candidatesInTurn of [take.after, take.upTo]) {
     for (let offset = 0; ; offset += pageSize) {
       const candidates = (await run(candidatesInTurn, { ...values, limit: pageSize, offset })).rows;
       for (const candidate of candidates) {
+        const slotName = JSON.stringify([candidate['key_value'], candidate['slot']]);
+        if (slotsRead.has(slotName)) continue;
+        slotsRead.add(slotName);
         const slot = (await run(take.lock, { group: values.group, key: candidate['key_value'], slot: candidate['slot'] })).rows[0];
         if (slot === undefined) continue;
         taken.push(slot);

@@ -121,10 +121,10 @@ export type KeySlotClaim =
  * - `oneStatement` (Postgres): deletes them all, each locked without waiting (params `group`,
  *   `now`).
  * - `lockThenDelete` (MySQL, MariaDB): `unused` reads up to `:limit` of them past slot `:slot` of
- *   key `:key`, in primary key order, without locks (params `group`, `key`, `slot`, `now`, `limit`; columns
- *   `key_value`, `slot`); `lock` locks `KEY_SLOTS_PER_DELETE` of those by their primary keys,
- *   without waiting (columns `key_value`, `slot`, a slot named twice returned twice); and `delete`
- *   removes as many locked slots by their primary keys. `lock` and `delete` bind `group`, then
+ *   key `:key`, in primary key order, without locks (params `group`, `key`, `slot`, `now`,
+ *   `limit`; columns `key_value`, `slot`); `lock` locks `KEY_SLOTS_PER_DELETE` of those by their
+ *   primary keys, without waiting (columns `key_value`, `slot`, a slot named twice returned
+ *   twice); and `delete` removes as many locked slots by their primary keys. `lock` and `delete` bind `group`, then
  *   `key` and `slot` once per slot (`bindRepeated`, padded with the last). A READ COMMITTED
  *   transaction per page behind the queue's guard row, as `add` runs. MySQL cannot delete from a
  *   table its own subquery reads; a delete that met a slot another claim holds would wait for it
