@@ -411,17 +411,15 @@ export class RowLockForm implements ClaimForm {
       const unused = await this.#behindGuard(run, keySlots, values, async () => {
         const found = (await run(prune.unused, values)).rows;
         for (let first = 0; first < found.length; first += KEY_SLOTS_PER_DELETE) {
-          const named = found.slice(first, first + KEY_SLOTS_PER_DELETE).map((slot) => ({ key: slot['key_value'], slot: slot['slot'] }));
+          const named = found.slice(first, first + KEY_SLOTS_PER_DELETE).map(slotParams);
           const locked = (await connection.execute(bindRepeated(prune.lock, named, { group }, 'slot'))).rows;
-          if (locked.length === 0) continue;
-          const slots = locked.map((slot) => ({ key: slot['key_value'], slot: slot['slot'] }));
-          await connection.execute(bindRepeated(prune.delete, slots, { group }, 'slot'));
+          if (locked.length > 0) await connection.execute(bindRepeated(prune.delete, locked.map(slotParams), { group }, 'slot'));
         }
         return found;
       });
       const last = unused.at(-1);
       if (unused.length < KEY_SLOTS_PRUNED_PER_PAGE || last === undefined) return;
-      past = { key: last['key_value'], slot: last['slot'] };
+      past = slotParams(last);
     }
   }
 
@@ -543,7 +541,7 @@ async function takeSlotsInTurn(
         const slotName = JSON.stringify([candidate['key_value'], candidate['slot']]);
         if (slotsRead.has(slotName)) continue;
         slotsRead.add(slotName);
-        const slot = (await run(take.lock, { group: values.group, key: candidate['key_value'], slot: candidate['slot'] })).rows[0];
+        const slot = (await run(take.lock, { group: values.group, ...slotParams(candidate) })).rows[0];
         if (slot === undefined) continue;
         taken.push(slot);
         if (taken.length === most) return taken;
@@ -552,6 +550,11 @@ async function takeSlotsInTurn(
     }
   }
   return taken;
+}
+
+/** A key slot row (`key_value`, `slot`) as the `key` and `slot` a statement binds. */
+function slotParams(slot: Record<string, unknown>): { key: unknown; slot: unknown } {
+  return { key: slot['key_value'], slot: slot['slot'] };
 }
 
 type RunStatement = (statement: Statement, values?: ParamValues) => Promise<{ rows: Record<string, unknown>[] }>;

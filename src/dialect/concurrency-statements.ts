@@ -219,9 +219,10 @@ function queueName(spec: TableSpec): SqlText {
   return spec.group === undefined ? textLiteral('') : param('group');
 }
 
-/** Names a queue's slot rows: its table and queue. */
-function slotsOfQueue(spec: TableSpec): SqlText {
-  return sql`${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND ${identifier('queue_name')} = ${queueName(spec)}`;
+/** Names a queue's slot rows: its table and queue, the columns qualified by `of` where given. */
+function slotsOfQueue(spec: TableSpec, of?: SqlText): SqlText {
+  const column = (name: string) => (of === undefined ? identifier(name) : sql`${of}.${identifier(name)}`);
+  return sql`${column('table_name')} = ${textLiteral(spec.qualifiedName)} AND ${column('queue_name')} = ${queueName(spec)}`;
 }
 
 function renderSlotsTable(style: SqlStyle, spec: TableSpec, text: (length: number) => SqlText): string {
@@ -410,7 +411,7 @@ function windowKeys(text: KeyText, spec: TableSpec): SqlText {
  */
 function renderAddKeySlots(text: KeyText, spec: TableSpec, numbers: { with: SqlText; from: SqlText }, onConflict: SqlText = sql``): Statement {
   const columns = sql`${identifier('table_name')}, ${identifier('queue_name')}, ${identifier('key_value')}, ${identifier('slot')}`;
-  const missing = sql`NOT EXISTS (SELECT 1 FROM ${keySlotsTableOf(spec)} AS tablequeue_held WHERE tablequeue_held.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_held.${identifier('queue_name')} = ${queueName(spec)} AND tablequeue_held.${identifier('key_value')} = tablequeue_keys.tablequeue_key AND tablequeue_held.${identifier('slot')} = tablequeue_numbers.n)`;
+  const missing = sql`NOT EXISTS (SELECT 1 FROM ${keySlotsTableOf(spec)} AS tablequeue_held WHERE ${slotsOfQueue(spec, sql`tablequeue_held`)} AND tablequeue_held.${identifier('key_value')} = tablequeue_keys.tablequeue_key AND tablequeue_held.${identifier('slot')} = tablequeue_numbers.n)`;
   const select = sql`SELECT ${textLiteral(spec.qualifiedName)}, ${queueName(spec)}, tablequeue_keys.tablequeue_key, tablequeue_numbers.n FROM (${windowKeys(text, spec)}) AS tablequeue_keys CROSS JOIN ${numbers.from} WHERE ${missing}`;
   return renderStatement(text.style, 'concurrency.addKeySlots', sql`INSERT INTO ${keySlotsTableOf(spec)} (${columns}) ${numbers.with}${select}${onConflict}`);
 }
@@ -446,7 +447,7 @@ function renderLockSlotsOfKeys(text: KeyText, spec: TableSpec): Statement {
 function renderKeySlotsInTurn(text: KeyText, spec: TableSpec, side: '>' | '<='): Statement {
   const slot = sql`tablequeue_slots.${identifier('slot')}`;
   const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
-  const ofQueue = sql`tablequeue_slots.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_slots.${identifier('queue_name')} = ${queueName(spec)}`;
+  const ofQueue = slotsOfQueue(spec, sql`tablequeue_slots`);
   const withRows = sql`${keyValue} IN (SELECT tablequeue_keys.tablequeue_key FROM (${windowKeys(text, spec)}) AS tablequeue_keys)`;
   return renderStatement(
     text.style,
@@ -491,7 +492,7 @@ function renderPruneKeySlots(spec: TableSpec): Statement {
 function renderUnusedKeySlots(spec: TableSpec): Statement {
   const keyValue = sql`tablequeue_slots.${identifier('key_value')}`;
   const slot = sql`tablequeue_slots.${identifier('slot')}`;
-  const ofQueue = sql`tablequeue_slots.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND tablequeue_slots.${identifier('queue_name')} = ${queueName(spec)}`;
+  const ofQueue = slotsOfQueue(spec, sql`tablequeue_slots`);
   const withoutRows = sql`${keyValue} NOT IN (SELECT tablequeue_keys.tablequeue_key FROM (${claimableKeys(MYSQL_KEY_TEXT, spec)}) AS tablequeue_keys)`;
   return renderStatement(
     BACKTICK_STYLE,
@@ -516,7 +517,7 @@ function keySlotsNamed(spec: TableSpec): { readonly from: SqlText; readonly tabl
     ' UNION ALL ',
   );
   const table = keySlotsTableOf(spec);
-  const matches = sql`${table}.${identifier('table_name')} = ${textLiteral(spec.qualifiedName)} AND ${table}.${identifier('queue_name')} = ${queueName(spec)} AND ${table}.${identifier('key_value')} = tablequeue_named.tablequeue_key AND ${table}.${identifier('slot')} = tablequeue_named.tablequeue_slot`;
+  const matches = sql`${slotsOfQueue(spec, table)} AND ${table}.${identifier('key_value')} = tablequeue_named.tablequeue_key AND ${table}.${identifier('slot')} = tablequeue_named.tablequeue_slot`;
   return { from: sql`(${slots}) AS tablequeue_named STRAIGHT_JOIN ${table} FORCE INDEX (PRIMARY) ON ${matches}`, table };
 }
 
