@@ -4,6 +4,7 @@ import { LeaseCoalescedSettlements } from '../../src/claim/lease-coalesced-settl
 import { defineTable } from '../../src/definition/define-table.js';
 import { createDialect } from '../../src/dialect/create-dialect.js';
 import type { Connection, Driver } from '../../src/driver/driver.js';
+import type { AcquireOptions } from '../../src/driver/pool-gate.js';
 import { LeaseLostError, Outcome, type Broker } from '../../src/index.js';
 import { createDeferred } from '../../src/internal/deferred.js';
 import type { BoundStatement } from '../../src/statement.js';
@@ -26,7 +27,13 @@ function countingDriver(driver: Driver, names: string[]): Driver {
     release: () => connection.release(),
     destroy: () => connection.destroy(),
   });
-  return Object.assign(Object.create(driver) as Driver, { acquire: async () => wrap(await driver.acquire()) });
+  return Object.assign(Object.create(driver) as Driver, {
+    acquire: async () => wrap(await driver.acquire()),
+    executeWrite: (statement: BoundStatement, options?: AcquireOptions) => {
+      names.push(statement.name);
+      return driver.executeWrite(statement, options);
+    },
+  });
 }
 
 /**

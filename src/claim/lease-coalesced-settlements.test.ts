@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDialect } from '../dialect/create-dialect.js';
 import { createDriver } from '../driver/create-driver.js';
 import type { Connection, Driver } from '../driver/driver.js';
+import type { AcquireOptions } from '../driver/pool-gate.js';
 import type { BoundStatement } from '../statement.js';
 import { createTableSpec } from '../table/table-spec.js';
 import { LeaseSlot } from './lease-book.js';
@@ -23,7 +24,13 @@ function countingDriver(driver: Driver, names: string[]): Driver {
     release: () => connection.release(),
     destroy: () => connection.destroy(),
   });
-  return Object.assign(Object.create(driver) as Driver, { acquire: async () => wrap(await driver.acquire()) });
+  return Object.assign(Object.create(driver) as Driver, {
+    acquire: async () => wrap(await driver.acquire()),
+    executeWrite: (statement: BoundStatement, options?: AcquireOptions) => {
+      names.push(statement.name);
+      return driver.executeWrite(statement, options);
+    },
+  });
 }
 
 async function exec(driver: Driver, sql: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {

@@ -1,5 +1,5 @@
 import type { DeadLetterTarget, Dialect, LeaseSettleMany, LeaseSettleManyRequest, TableColumns } from '../dialect/dialect.js';
-import { withConnection, withTransaction } from '../driver/connection-scope.js';
+import { withTransaction } from '../driver/connection-scope.js';
 import type { Driver } from '../driver/driver.js';
 import { bindRepeated, bindStatement, type BoundStatement, type ParamValues, type Statement } from '../statement.js';
 import type { TableSpec } from '../table/table-spec.js';
@@ -128,7 +128,7 @@ export class LeaseCoalescedSettlements {
     const { driver } = this.#context;
     if (rendered.kind === 'returning') {
       const statement = this.#bind(rendered, rendered.statement, items);
-      return withConnection(driver, async (connection) => (await connection.execute(statement)).rows, LEASE_COMMITS);
+      return (await driver.executeWrite(statement, LEASE_COMMITS)).rows;
     }
     const session = { begin: rendered.begin, commit: this.#commit, rollback: this.#rollback };
     return withTransaction(driver, session, async (_transaction, connection) => {

@@ -404,7 +404,7 @@ export class LeaseForm implements ClaimForm {
     const { driver } = this.#context;
     if (statements.length === 1) {
       const statement = bindStatement(statements[0]!, values);
-      return withConnection(driver, async (connection) => (await connection.execute(statement)).affectedRows > 0, LEASE_COMMITS);
+      return (await driver.executeWrite(statement, LEASE_COMMITS)).affectedRows > 0;
     }
     // A dead letter into a table is a copy then a delete: both in one transaction, both fenced.
     return withTransaction(driver, this.#statements, async (transaction, connection) => {

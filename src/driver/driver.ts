@@ -142,6 +142,14 @@ export interface Driver {
   /** Runs one statement on a connection borrowed for just that statement. */
   execute(statement: BoundStatement): Promise<QueryResult>;
   /**
+   * Runs one statement that commits on its own, on a connection lent with `options`, with its own
+   * result and its own failure. SQLite, whose one handle makes writers wait for each other,
+   * commits the writes waiting for the handle at the same moment in one transaction, each under a
+   * savepoint of its own; elsewhere it is `execute` on a connection lent with `options`. Only for
+   * statements that may run inside a transaction (not a PRAGMA that changes the journal, VACUUM).
+   */
+  executeWrite(statement: BoundStatement, options?: AcquireOptions): Promise<QueryResult>;
+  /**
    * Runs statements on a connection the service holds (a publish inside the service's own
    * transaction): a pg client, a mysql2 connection, the better-sqlite3 Database, or a Connection
    * this driver lent (returned as it is). Releasing or destroying the result leaves the service's

@@ -64,6 +64,11 @@ export interface ClientAdapter {
    * survive what `commitDurability` asks for; an adapter whose commits are always durable ignores it.
    */
   lend(ledger: PoolLedger, onEnded: () => void, commitDurability: CommitDurability): Promise<LentSession>;
+  /**
+   * `Driver.executeWrite` where the adapter commits writes that wait at the same moment together;
+   * `lend` lends as `lend` above, through the runtime driver. Absent: each is `execute` alone.
+   */
+  executeWrite?(statement: BoundStatement, commitDurability: CommitDurability, lend: () => Promise<LentSession>): Promise<QueryResult>;
   /** The service's own connection (a `tx`), as `Driver.adopt` describes. */
   adopt(connection: unknown): Connection;
   /** Cancels the statements running on these server sessions, through a session of its own. */
@@ -144,10 +149,14 @@ export class RuntimeDriver implements Driver {
     return this.#gate?.holdForRenewals() ?? (() => undefined);
   }
 
-  async execute(statement: BoundStatement): Promise<QueryResult> {
+  execute(statement: BoundStatement): Promise<QueryResult> {
+    return this.#executeAlone(statement);
+  }
+
+  async #executeAlone(statement: BoundStatement, options?: AcquireOptions): Promise<QueryResult> {
     let connection: LentSession;
     try {
-      connection = await this.#lend();
+      connection = await this.#lend(options);
     } catch (error) {
       // Made after the await, it carries the awaiting callers' frames (see ConnectionLoan.run).
       throw withCallerStack(error as Error, new Error());
@@ -156,6 +165,16 @@ export class RuntimeDriver implements Driver {
       return await connection.run(statement);
     } finally {
       connection.release();
+    }
+  }
+
+  async executeWrite(statement: BoundStatement, options?: AcquireOptions): Promise<QueryResult> {
+    const adapter = this.#adapter;
+    if (adapter.executeWrite === undefined) return this.#executeAlone(statement, options);
+    try {
+      return await adapter.executeWrite(statement, options?.commitDurability ?? 'durable', () => this.#lend(options));
+    } catch (error) {
+      throw withCallerStack(error as Error, new Error());
     }
   }
 

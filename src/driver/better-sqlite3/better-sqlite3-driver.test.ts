@@ -5,10 +5,10 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../broker/broker.js';
 import { defineTable } from '../../definition/define-table.js';
-import { ConnectionError } from '../../errors.js';
+import { ClosedError, ConnectionError, StatementError } from '../../errors.js';
 import { createDeferred } from '../../internal/deferred.js';
 import { createDriver } from '../create-driver.js';
-import type { Connection } from '../driver.js';
+import type { Connection, Driver } from '../driver.js';
 import { BetterSqlite3Driver } from './better-sqlite3-driver.js';
 
 describe('better-sqlite3 driver on the service\'s own handle', () => {
@@ -281,5 +281,117 @@ describe('better-sqlite3 driver: what the commits of a loan survive', () => {
       after.close();
     }
     expect(broker.stats().subscriptions[0]!.acked).toBe(count);
+  });
+});
+
+describe('better-sqlite3 driver: writes that wait for the handle together commit together', () => {
+  let folder: string;
+  beforeEach(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'tq-group-commit-'));
+  });
+  afterEach(async () => {
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  const insert = (value: number) => ({ name: `insert ${value}`, sql: 'INSERT INTO items VALUES (?)', values: [value] });
+
+  /** A driver on a file of its own holding `items`, closed after `work`. */
+  async function withItemsFile(work: (driver: Driver) => Promise<void>): Promise<void> {
+    const driver = createDriver(`sqlite:${join(folder, 'queue.db')}`);
+    await driver.open();
+    try {
+      await driver.execute({ name: 'create', sql: 'CREATE TABLE items (value INTEGER PRIMARY KEY)', values: [] });
+      await work(driver);
+    } finally {
+      await driver.close();
+    }
+  }
+
+  async function itemsOf(driver: Driver): Promise<unknown[]> {
+    const read = await driver.execute({ name: 'read', sql: 'SELECT value FROM items ORDER BY value', values: [] });
+    return read.rows.map((row) => row.value);
+  }
+
+  /** Pages in the write-ahead log: every commit appends the pages it changed. */
+  async function logFrames(connection: Connection): Promise<number> {
+    return Number((await run(connection, 'PRAGMA wal_checkpoint(PASSIVE)'))[0]!.log);
+  }
+
+  it('commits the writes waiting while the handle is lent in one transaction, each with its own result', async () => {
+    await withItemsFile(async (driver) => {
+      await driver.execute({ name: 'stop checkpoints', sql: 'PRAGMA wal_autocheckpoint = 0', values: [] });
+      const frames = async () => {
+        const connection = await driver.acquire();
+        try {
+          return await logFrames(connection);
+        } finally {
+          connection.release();
+        }
+      };
+
+      const before = await frames();
+      for (const value of [1, 2, 3]) await driver.executeWrite(insert(value), { commitDurability: 'redeliverable' });
+      const alone = (await frames()) - before;
+
+      const held = await driver.acquire();
+      const writes = [4, 5, 6].map((value) => driver.executeWrite(insert(value), { commitDurability: 'redeliverable' }));
+      held.release();
+      expect((await Promise.all(writes)).map((result) => result.affectedRows)).toEqual([1, 1, 1]);
+      const together = (await frames()) - before - alone;
+
+      expect(together).toBeLessThan(alone);
+      expect(await itemsOf(driver)).toEqual([1, 2, 3, 4, 5, 6]);
+    });
+  });
+
+  it('rolls back only the write that failed: the others waiting with it commit, and it fails with its own statement named', async () => {
+    await withItemsFile(async (driver) => {
+      await driver.execute(insert(1));
+      const held = await driver.acquire();
+      const writes = [
+        driver.executeWrite(insert(2)),
+        // Its first row goes in before its second fails: that row must not commit either.
+        driver.executeWrite({ name: 'insert 3 and 1', sql: 'INSERT INTO items VALUES (3), (1)', values: [] }),
+        driver.executeWrite(insert(4)),
+      ];
+      held.release();
+      const outcomes = await Promise.allSettled(writes);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      const failure = (outcomes[1] as PromiseRejectedResult).reason as StatementError;
+      expect(failure).toBeInstanceOf(StatementError);
+      expect(failure.statement).toBe('insert 3 and 1');
+      expect(failure.sqlState).toBe('SQLITE_CONSTRAINT_PRIMARYKEY');
+      expect(await itemsOf(driver)).toEqual([1, 2, 4]);
+    });
+  });
+
+  it("runs writes that find the service's transaction open on its handle inside that transaction, as single statements do", async () => {
+    const handle = new Database(':memory:');
+    try {
+      handle.exec('CREATE TABLE items (value INTEGER)');
+      const driver = new BetterSqlite3Driver({ database: handle });
+      await driver.open();
+      handle.exec('BEGIN');
+      const held = await driver.acquire();
+      const writes = [1, 2].map((value) => driver.executeWrite(insert(value)));
+      held.release();
+      await Promise.all(writes);
+      expect(handle.inTransaction).toBe(true);
+      handle.exec('ROLLBACK');
+      expect(handle.prepare('SELECT count(*) FROM items').pluck().get()).toBe(0);
+      await driver.close();
+    } finally {
+      handle.close();
+    }
+  });
+
+  it('fails the writes still waiting for the handle when the driver closes', async () => {
+    const driver = createDriver('sqlite::memory:');
+    await driver.open();
+    await driver.execute({ name: 'create', sql: 'CREATE TABLE items (value INTEGER)', values: [] });
+    await driver.acquire();
+    const writes = [1, 2].map((value) => driver.executeWrite(insert(value)));
+    await driver.close();
+    for (const write of writes) await expect(write).rejects.toBeInstanceOf(ClosedError);
   });
 });
