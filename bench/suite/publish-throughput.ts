@@ -26,8 +26,30 @@ const FIRST_KEY = 'first';
  * only); or the plain publish's statements by hand (`raw`).
  */
 export type PublishVariant = 'service' | 'keyed' | 'keyedDuplicate' | 'raw';
-/** One message per call, awaited before the next; or `publishMany` in calls of 1,000. */
-export type PublishMode = 'one' | 'many';
+/**
+ * One message per call, awaited before the next; `PUBLISHES_AT_ONCE` such callers at once (an
+ * HTTP service whose requests each publish); or `publishMany` in calls of 1,000.
+ */
+export type PublishMode = 'one' | 'atOnce' | 'many';
+
+/** Callers publishing one message at a time side by side in the `atOnce` mode. */
+export const PUBLISHES_AT_ONCE = 64;
+
+/** How reports and progress lines name each mode. */
+export const PUBLISH_MODE_LABELS: Readonly<Record<PublishMode, string>> = {
+  one: 'one at a time',
+  atOnce: `one at a time, ${PUBLISHES_AT_ONCE} callers at once`,
+  many: 'publishMany, calls of 1,000',
+};
+
+/** Runs `publish(n)` for n from 0 to `rows - 1` from `PUBLISHES_AT_ONCE` callers, each awaiting its last. */
+async function publishAtOnce(rows: number, publish: (n: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const caller = async (): Promise<void> => {
+    for (let n = next++; n < rows; n = next++) await publish(n);
+  };
+  await Promise.all(Array.from({ length: PUBLISHES_AT_ONCE }, caller));
+}
 
 /** How reports and progress lines name each variant. */
 export const PUBLISH_VARIANT_LABELS: Readonly<Record<PublishVariant, string>> = {
@@ -65,6 +87,7 @@ export async function measurePublish(
   rows: number,
 ): Promise<PublishMeasurement> {
   if (variant === 'keyedDuplicate' && mode !== 'one') throw new Error('duplicates are measured one publish at a time');
+  if (isKeyedVariant(variant) && mode === 'atOnce') throw new Error('keyed publishes are measured one at a time and through publishMany');
   const table = createBenchTable('lease', { isKeyed: isKeyedVariant(variant) });
   const setup = createDriver(database.url, { poolSize: 1 });
   await setup.open();
@@ -105,6 +128,8 @@ async function publishWithService(database: BenchDatabase, variant: PublishVaria
     const startedAt = performance.now();
     if (mode === 'one' && variant === 'service') {
       for (let n = 0; n < rows; n += 1) await broker.publish(queue, { n });
+    } else if (mode === 'atOnce') {
+      await publishAtOnce(rows, (n) => broker.publish(queue, { n }));
     } else if (mode === 'one' && variant === 'keyed') {
       for (let n = 0; n < rows; n += 1) {
         const result = await broker.publish(queue, { n }, { dedupeKey: `k${n}` });
@@ -160,6 +185,8 @@ async function publishWithRawStatements(database: BenchDatabase, mode: PublishMo
     const startedAt = performance.now();
     if (mode === 'one') {
       for (let n = 0; n < rows; n += 1) await write(driver, [insert(n, 1)], notify);
+    } else if (mode === 'atOnce') {
+      await publishAtOnce(rows, (n) => write(driver, [insert(n, 1)], notify));
     } else {
       for (let first = 0; first < rows; first += PUBLISH_MANY_CALL) {
         const count = Math.min(PUBLISH_MANY_CALL, rows - first);

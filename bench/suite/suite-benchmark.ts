@@ -10,7 +10,7 @@ import { failedRun } from '../partitioning/partitioning-benchmark.js';
 import { median, spread } from '../statistics.js';
 import type { Contender, ContenderKind } from './contender.js';
 import { measureMemoryWhileDraining, type MemoryResult, type MemorySettings } from './memory-drain.js';
-import { measurePublish, PUBLISH_VARIANT_LABELS, type PublishMode, type PublishVariant } from './publish-throughput.js';
+import { measurePublish, PUBLISH_MODE_LABELS, PUBLISH_VARIANT_LABELS, type PublishMode, type PublishVariant } from './publish-throughput.js';
 
 export interface SuiteSettings {
   readonly messages: number;
@@ -79,7 +79,7 @@ export interface PublishRecord {
   readonly loadAverage: number;
 }
 
-/** One way of publishing: a variant, one at a time or through publishMany. */
+/** One way of publishing: a variant, and a mode (one at a time, many callers at once, or publishMany). */
 export interface PublishWay {
   readonly variant: PublishVariant;
   readonly mode: PublishMode;
@@ -94,6 +94,8 @@ export const PUBLISH_WAYS: readonly PublishWay[] = [
   { variant: 'keyed', mode: 'one' },
   { variant: 'keyedDuplicate', mode: 'one' },
   { variant: 'raw', mode: 'one' },
+  { variant: 'service', mode: 'atOnce' },
+  { variant: 'raw', mode: 'atOnce' },
   { variant: 'service', mode: 'many' },
   { variant: 'keyed', mode: 'many' },
   { variant: 'raw', mode: 'many' },
@@ -305,7 +307,7 @@ function describeDrain(database: BenchDatabaseName, workers: number, contender: 
 }
 
 function describePublish(database: BenchDatabaseName, variant: PublishVariant, mode: PublishMode, rounds: number, record: PublishRecord): string {
-  const where = `${database}, publish ${mode === 'one' ? 'one at a time' : 'publishMany'}, ${PUBLISH_VARIANT_LABELS[variant]}, round ${record.round}/${rounds}:`;
+  const where = `${database}, publish ${PUBLISH_MODE_LABELS[mode]}, ${PUBLISH_VARIANT_LABELS[variant]}, round ${record.round}/${rounds}:`;
   if (!record.isValid) return `${where} failed: ${record.failure}`;
   const unit = variant === 'keyedDuplicate' ? 'publishes' : 'rows';
   return `${where} ${Math.round(record.rowsPerSecond).toLocaleString('en-US')} ${unit}/s (${record.rows} ${unit}, ${record.seconds.toFixed(2)} s, load ${record.loadAverage.toFixed(1)})`;

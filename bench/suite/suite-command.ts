@@ -32,7 +32,8 @@ last); then publish throughput per database, plain and keyed; then RSS while dra
 rows on PostgreSQL.
 Peers: pg-boss, graphile-worker and BullMQ on PostgreSQL, plainjob on SQLite.
 
-  --messages N          messages per drain and rows per publishMany run (default 20000)
+  --messages N          messages per drain, rows per publishMany run and per run of 64
+                        callers publishing at once (default 20000)
   --db LIST             postgres,mariadb,sqlite (default all three)
   --workers LIST        worker counts for every database (default: 16 on PostgreSQL and
                         MariaDB, 4 on SQLite, the points the aims name; the full matrix
@@ -193,7 +194,7 @@ function readWorkerCounts(text: string | undefined): Record<BenchDatabaseName, r
 /** `publish` runs every way; `publish.keyed` the keyed ones and the plain service publishes beside them. */
 function publishWaysOf(sections: ReadonlySet<string>): readonly PublishWay[] {
   if (sections.has('publish')) return PUBLISH_WAYS;
-  if (sections.has('publish.keyed')) return PUBLISH_WAYS.filter((way) => way.variant !== 'raw');
+  if (sections.has('publish.keyed')) return PUBLISH_WAYS.filter((way) => way.variant !== 'raw' && way.mode !== 'atOnce');
   return [];
 }
 

@@ -2,7 +2,7 @@ import type { BenchDatabaseName } from '../bench-database.js';
 import type { MachineDescription } from '../machine.js';
 import type { MemoryResult } from './memory-drain.js';
 import { spread } from '../statistics.js';
-import { PUBLISH_VARIANT_LABELS } from './publish-throughput.js';
+import { PUBLISH_MODE_LABELS, PUBLISH_VARIANT_LABELS } from './publish-throughput.js';
 import type { DrainPoint, PublishPoint, PublishRecord, PublishWay } from './suite-benchmark.js';
 
 /** What `npm run bench` writes to bench/results/suite.json, and what the report reads back. */
@@ -261,7 +261,7 @@ function publishCells(row: PublishRow): string[] {
   const peer = row.bestPeerLabel === undefined ? '' : ` (${row.bestPeerLabel}, ${formatRate(row.bestPeerRowsPerSecond!)})`;
   return [
     point.database,
-    point.mode === 'one' ? 'one at a time' : 'publishMany, calls of 1,000',
+    PUBLISH_MODE_LABELS[point.mode],
     PUBLISH_VARIANT_LABELS[point.variant],
     formatSummary(point.median, point.min, point.max),
     formatRatio(row.toRaw),

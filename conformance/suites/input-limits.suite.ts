@@ -70,6 +70,22 @@ export function inputLimitsSuite(context: SuiteContext): void {
       expect(await countRows(context.db, 'jobs')).toBe(700);
     });
 
+    it('publishes made at once stand alone: the one whose id is taken fails, the others are written', async () => {
+      const supplied = defineTable({ ...jobsDeclaration({ form }), id: { column: 'id', generated: false } });
+      await createTable(stand, context.db, supplied);
+      const broker = createBroker(context.db, context.brokers);
+      await broker.start();
+      const queue = supplied.queue('emails');
+      await broker.publish(queue, { n: -1 }, { id: 'job-taken' });
+      // On SQLite they wait for its one handle together and commit in one transaction.
+      const publishes = Array.from({ length: 20 }, (_, n) => broker.publish(queue, { n }, { id: n === 7 ? 'job-taken' : `job-${n}` }));
+      const outcomes = await Promise.allSettled(publishes);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(Array.from({ length: 20 }, (_, n) => (n === 7 ? 'rejected' : 'fulfilled')));
+      expect((outcomes[7] as PromiseRejectedResult).reason).toBeInstanceOf(StatementError);
+      expect(await countRows(context.db, 'jobs')).toBe(20);
+      expect(await countRows(context.db, 'jobs', "id = 'job-taken'")).toBe(1);
+    });
+
     it('a whole number given as the id of a text id column is stored and delivered as its digits', async () => {
       const supplied = defineTable({ ...jobsDeclaration({ form }), id: { column: 'id', generated: false } });
       await createTable(stand, context.db, supplied);

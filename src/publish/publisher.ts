@@ -57,8 +57,11 @@ export class Publisher {
     const spec = queue.table.spec;
     const where = `publish to "${queue.label}"`;
     const row = rowValues(queue, payload, options, { now: new Date(), maxPayloadBytes: this.#options.maxPayloadBytes, where });
-    const statement = this.#insert(spec, row, 1);
-    const result = await this.#write(queue, options.tx, (connection) => connection.execute(bindPositional(statement, row.values)));
+    const insert = bindPositional(this.#insert(spec, row, 1), row.values);
+    const result =
+      options.tx === undefined && this.#options.notify === undefined
+        ? await this.#writeAlone(queue, insert)
+        : await this.#write(queue, options.tx, (connection) => connection.execute(insert));
     return insertedIds(spec, result, options.id === undefined ? [] : [options.id], 1)[0]!;
   }
 
@@ -162,6 +165,11 @@ export class Publisher {
     if (keyed) await this.#keyIndexChecked(spec);
     const keyedOnMysql = keyed && this.#options.dialect.dedupe.heldKeyOnInsert === 'error';
     try {
+      if (options.tx === undefined && chunks.length === 1 && !keyed && this.#options.notify === undefined) {
+        const [chunk] = chunks as [RowToInsert[]];
+        await this.#writeAlone(queue, this.#chunkInsert(spec, chunk));
+        return chunk.length;
+      }
       if (options.tx === undefined && (chunks.length > 1 || keyedOnMysql)) return await this.#writeInTransaction(queue, insertChunks);
       return await this.#write(queue, options.tx, insertChunks, (written) => written > 0);
     } catch (error) {
@@ -178,8 +186,7 @@ export class Publisher {
     const { dialect } = this.#options;
     const keyed = chunk.some((row) => row.key !== undefined);
     if (!keyed || dialect.dedupe.heldKeyOnInsert === 'skipped') {
-      const statement = this.#insert(spec, chunk[0]!, chunk.length);
-      const result = await connection.execute(bindPositional(statement, chunk.flatMap((row) => row.values)));
+      const result = await connection.execute(this.#chunkInsert(spec, chunk));
       return keyed ? result.rows.length : chunk.length;
     }
     for (let round = 0; ; round++) {
@@ -193,13 +200,17 @@ export class Publisher {
       });
       if (kept.length === 0) return 0;
       try {
-        const statement = this.#insert(spec, kept[0]!, kept.length);
-        await connection.execute(bindPositional(statement, kept.flatMap((row) => row.values)));
+        await connection.execute(this.#chunkInsert(spec, kept));
         return kept.length;
       } catch (error) {
         if (!isDuplicateKeyError(error, dialect) || round >= 7) throw error;
       }
     }
+  }
+
+  /** The insert of a chunk's rows, which share their columns, bound to their values. */
+  #chunkInsert(spec: TableSpec, chunk: readonly RowToInsert[]): BoundStatement {
+    return bindPositional(this.#insert(spec, chunk[0]!, chunk.length), chunk.flatMap((row) => row.values));
   }
 
   #insert(spec: TableSpec, shape: RowToInsert, rowCount: number): Statement {
@@ -212,6 +223,22 @@ export class Publisher {
       this.#statements.set(key, statement);
     }
     return statement;
+  }
+
+  /**
+   * One insert outside the caller's transaction where no notification follows it: a write of its
+   * own (`Driver.executeWrite`), which SQLite commits with the other writes waiting for its handle
+   * at that moment, so publishes made at once share a sync of the log instead of one each.
+   */
+  async #writeAlone(queue: Queue<unknown>, insert: BoundStatement): Promise<QueryResult> {
+    let result: QueryResult;
+    try {
+      result = await this.#options.driver.executeWrite(insert);
+    } catch (error) {
+      throw asSchemaError(error, queue.table.spec);
+    }
+    this.#options.wake(queue.table.spec, queue.group);
+    return result;
   }
 
   /**
