@@ -221,6 +221,30 @@ function registerConcurrencyTests(context: SuiteContext): void {
       await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
     });
 
+    it('perKey: 2 in the row lock form: keys whose rows are all in work on another broker are passed over, and its next claims go past them', async () => {
+      const table = defineTable(keyedRowLock());
+      await createTable(stand, context.db, table);
+      const queue = table.queue<string>('emails');
+      const gate = new Gate();
+      const holder = createBroker(context.db, context.brokers);
+      holder.subscribe(queue, gate.handler, { workers: 4, concurrency: { perKey: 2 } });
+      await holder.start();
+      await holder.publishMany(queue, ['a', 'b', 'c', 'd'].map((key) => ({ payload: key, partitionKey: key })));
+      await gate.started.waitFor(4);
+      // The four rows head the claim order, in work elsewhere: each key has a free slot and no row
+      // for it. The other broker's first claim meets three of them and takes nothing; it polls
+      // only when the test is long over, so what runs next runs on the wake of its own publish.
+      const handled = new Collector<string>();
+      const other = createBroker(context.db, context.brokers, { pollIntervalMs: 600_000 });
+      other.subscribe(queue, (message) => void handled.push(message.payload), { workers: 1, concurrency: { perKey: 2 } });
+      await other.start();
+      await untilStats(other, queue, (stats) => stats.emptyClaims >= 1, 'the first claim of the other broker');
+      await other.publish(queue, 'e', { partitionKey: 'e' });
+      expect(await handled.waitFor(1, 20_000)).toEqual(['e']);
+      gate.open();
+      await waitForDatabase(async () => (await countRows(context.db, 'jobs')) === 0, 20_000, 'every row settled');
+    });
+
     it('perKey: 2 in the row lock form: a key\'s slots are deleted once it has no row left, a key with a row in work keeps them, and a key seen again gets them back', async () => {
       const table = defineTable(keyedRowLock());
       await createTable(stand, context.db, table);

@@ -49,6 +49,16 @@ interface KeySlotRun {
 const KEY_SLOT_ATTEMPTS = 3;
 
 /**
+ * perKey, in claim order (Postgres): how long this form's claims pass over a key whose claimable
+ * rows a take found all in work (held by another replica or subscription). Those rows are the
+ * oldest, so they head the claim order, and each claim met them again: with three replicas of
+ * eight workers and 3,000 keys of one row each, most claims used their three tries on them and
+ * took nothing. A key passed over this way gets a new row only by a publish, which waits at most
+ * this long here (other replicas take it meanwhile).
+ */
+const BUSY_KEY_PASSED_MS = 1_000;
+
+/**
  * perKey: how often a claim adds the slots of keys that have none, even when it found every slot
  * it wanted. A key's slots are added by a claim that found fewer than it wanted; while every
  * claim finds enough free slots of other keys, a key first published since has none, takes no
@@ -119,6 +129,8 @@ export class RowLockForm implements ClaimForm {
    * takes a claim. The take ranks keys past these rows (`KeySlotTake`).
    */
   readonly #idsInWork = new Set<unknown>();
+  /** perKey, in claim order: keys a take found with every claimable row in work, each with when it is tried again (`Date.now()`). */
+  readonly #busyKeys = new Map<string, number>();
   /** Where settlements ask for a claim to chain after their commit; undefined when this form chains none. */
   #chains: ChainedClaimSource | undefined;
   /** The claim reads `:candidates` ids before it locks any (MySQL, MariaDB; see `candidatesThenLockSelect`). */
@@ -329,7 +341,7 @@ export class RowLockForm implements ClaimForm {
     const { group } = this.#context;
     const statements = this.#statements;
     const service = this.#service;
-    const passedKeys: string[] = [];
+    const passedKeys = this.#keysStillBusy();
     for (let attempt = 1; ; attempt += 1) {
       if (statements.keySlots !== undefined && Date.now() - this.#keySlotsPrunedAt >= KEY_SLOT_PRUNE_INTERVAL_MS) {
         await this.#pruneKeySlots(connection, run, statements.keySlots, now);
@@ -359,10 +371,25 @@ export class RowLockForm implements ClaimForm {
         return rows.length > 0 ? rows : this.#claimDeeper(run, now, rowLimit);
       }
       const taken = await this.#claimUnderKeySlots(run, statements.keySlots, { now, window, limit: rowLimit }, passedKeys);
+      if (statements.keySlots.take.kind === 'claimOrder') {
+        const until = Date.now() + BUSY_KEY_PASSED_MS;
+        for (const key of taken.keysWithoutRows) this.#busyKeys.set(key, until);
+      }
       if (taken.rows.length > 0 || taken.keysWithoutRows.length === 0 || attempt === KEY_SLOT_ATTEMPTS) return taken.rows;
       passedKeys.push(...taken.keysWithoutRows);
       await run(statements.rollback);
     }
+  }
+
+  /** The keys of `#busyKeys` not yet due to be tried again; the others are forgotten. */
+  #keysStillBusy(): string[] {
+    const now = Date.now();
+    const keys: string[] = [];
+    for (const [key, until] of this.#busyKeys) {
+      if (until > now) keys.push(key);
+      else this.#busyKeys.delete(key);
+    }
+    return keys;
   }
 
   /** Before the claim's transaction: a slot inserted inside it would hold other claims' adds until the handler ends. */
