@@ -418,6 +418,38 @@ function dashboardReadsSuite(context: SuiteContext): void {
       }
     });
 
+    it('reads each table\'s dead letters where that table keeps them', async () => {
+      const jobs = jobsTable({ form: 'lease' });
+      const mail = jobsTable({ form: 'lease', name: 'mail' });
+      for (const table of [jobs, mail]) await createTable(context.stand, context.db, table);
+      const broker = createBroker(context.db, context.brokers);
+      await broker.start();
+      const failed = { headers: { [LAST_ERROR_HEADER]: 'smtp refused' } };
+      await broker.publish(jobs.queue('dead'), { n: 1 }, failed);
+      await broker.publish(mail.queue('mail.failed'), { n: 2 }, failed);
+      // A queue of the mail table that only shares its name with the jobs table's dead letters.
+      await broker.publish(mail.queue('dead'), { n: 3 });
+      const driver = await context.db.openDriver({ poolSize: 4 });
+      const dashboard = await openDashboard({
+        database: driver,
+        tables: ['jobs', 'mail'],
+        deadLetter: { kind: 'group', group: 'dead' },
+        deadLetterByTable: new Map([['mail', { kind: 'group', group: 'mail.failed' }]]),
+        port: 0,
+        refreshMs: 600_000,
+      });
+      try {
+        const body = JSON.parse((await sendRaw(`${dashboard.url}api/dead-letters`)).body) as DeadLettersBody;
+        expect(body.tables.map((table) => [table.table, table.location, table.deadLettered, table.rows.length])).toEqual([
+          ['jobs', 'group:dead', 1, 1],
+          ['mail', 'group:mail.failed', 1, 1],
+        ]);
+      } finally {
+        await dashboard.close();
+        await driver.close();
+      }
+    });
+
     it('flags a queue with ready rows that no reporting broker reads, and shows the attempts a dead letter had', async () => {
       const table = jobsTable({ form: 'lease' });
       await createTable(context.stand, context.db, table);

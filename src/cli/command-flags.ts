@@ -66,6 +66,8 @@ export const PRUNE_FLAGS = {
 export const DASHBOARD_FLAGS = {
   ...INSPECTOR_FLAGS,
   table: { type: 'string', multiple: true },
+  'dead-letter-group': { type: 'string', multiple: true },
+  'dead-letter-table': { type: 'string', multiple: true },
   'heartbeat-table': { type: 'string' },
   'schedules-table': { type: 'string' },
   'queue-controls-table': { type: 'string' },

@@ -29,7 +29,7 @@ describe('tablequeue dashboard command line', () => {
     expect(noTable.code).toBe(2);
     expect(noTable.stderr).toMatch(/at least one --table/);
     expect(bothDeadLetters.code).toBe(2);
-    expect(bothDeadLetters.stderr).toMatch(/not both/);
+    expect(bothDeadLetters.stderr).toMatch(/both say where the dead letters of every table are; give one/);
     expect(badPort.code).toBe(2);
     expect(unknownFlag.code).toBe(2);
     expect(missingFile.code).toBe(1);

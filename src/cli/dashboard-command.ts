@@ -10,7 +10,7 @@ import { DEFAULT_SCHEDULES_TABLE } from '../dialect/schedule-statements.js';
 import { DEFAULT_QUEUE_CONTROLS_TABLE } from '../dialect/queue-control-statements.js';
 import { checkAllowedHosts } from '../internal/host-allow-list.js';
 import { DASHBOARD_FLAGS } from './command-flags.js';
-import { columnsPerTable, DATABASE_FLAGS_HELP, inspectorOptionsOf } from './inspector-flags.js';
+import { columnsPerTable, DATABASE_FLAGS_HELP, deadLettersPerTable, inspectorOptionsOf } from './inspector-flags.js';
 import { printable } from './terminal-output.js';
 import { UsageError } from './usage-error.js';
 import { writeLine, type CliIo } from './cli-io.js';
@@ -24,8 +24,11 @@ heartbeat table. Read-only unless started with --allow-actions. Runs until Ctrl-
 ${DATABASE_FLAGS_HELP}
   --table NAME              a queue table to show (name or schema.name); repeat for more
   --schema NAME             the schema (PostgreSQL) or database (MySQL) of tables named without one
-  --dead-letter-group NAME  dead letters are rows of this group in each table
-  --dead-letter-table NAME  dead letters are rows of this table
+  --dead-letter-group NAME  dead letters are rows of this group in each table; TABLE:NAME for one
+                            --table only (repeatable), as in --table jobs --table mail
+                            --dead-letter-group jobs:failed --dead-letter-group mail:mail.dead
+  --dead-letter-table NAME  dead letters are rows of this table; TABLE:NAME for one --table only.
+                            A table neither flag names lists no dead letters
   --column ROLE=NAME        a column named otherwise than by tablequeue init (repeatable), as in
                             tablequeue stats --help; TABLE:ROLE=NAME for one --table only, as in
                             --table jobs --table outbox --column outbox:group=name
@@ -57,9 +60,15 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
   }
   const tables = values.table ?? [];
   if (tables.length === 0) throw new UsageError(`dashboard needs at least one --table\n\n${DASHBOARD_USAGE}`);
-  // Every table is read with the same dead-letter location and schema; columns may differ per table.
-  const { database, schema, deadLetter, pooler } = inspectorOptionsOf('dashboard', { ...values, column: [], table: tables[0]! }, DASHBOARD_USAGE, io.env);
+  // Every table is read in the same schema; columns and dead-letter locations may differ per table.
+  const { database, schema, pooler } = inspectorOptionsOf(
+    'dashboard',
+    { ...values, column: [], table: tables[0]!, 'dead-letter-group': undefined, 'dead-letter-table': undefined },
+    DASHBOARD_USAGE,
+    io.env,
+  );
   const columnsByTable = columnsPerTable(values.column, tables);
+  const deadLetterByTable = deadLettersPerTable(values['dead-letter-group'], values['dead-letter-table'], tables);
   const allowedHosts = values['allowed-host'] ?? [];
   try {
     checkAllowedHosts(allowedHosts, '--allowed-host');
@@ -70,7 +79,7 @@ export async function runDashboardCommand(args: string[], io: CliIo): Promise<nu
     database,
     tables,
     ...(schema === undefined ? {} : { schema }),
-    ...(deadLetter === undefined ? {} : { deadLetter }),
+    deadLetterByTable,
     columnsByTable,
     ...(pooler === undefined ? {} : { pooler }),
     ...(values['heartbeat-table'] === undefined ? {} : { heartbeatTable: values['heartbeat-table'] }),

@@ -143,6 +143,47 @@ export function inspectorOptionsOf(
 }
 
 /**
+ * Where each of `tables` (as the --table flags spell them) keeps its dead letters, from repeated
+ * `--dead-letter-group` and `--dead-letter-table` flags: `NAME` says it of every table, and
+ * `TABLE:NAME` of one --table only, over the shared one. A value is `TABLE:NAME` only when what
+ * comes before its first colon is one of `tables` (a group name may hold colons, a table name
+ * cannot). A table nothing is said of is left out: the dashboard lists no dead letters for it.
+ * Two locations said of the same table (or two shared ones) are a usage error.
+ */
+export function deadLettersPerTable(
+  groups: readonly string[] | undefined,
+  deadLetterTables: readonly string[] | undefined,
+  tables: readonly string[],
+): Map<string, DeadLetterLocation> {
+  let shared: { location: DeadLetterLocation; flag: string } | undefined;
+  const own = new Map<string, { location: DeadLetterLocation; flag: string }>();
+  const said = [
+    ...(groups ?? []).map((value) => ({ value, flag: `--dead-letter-group ${value}`, kind: 'group' as const })),
+    ...(deadLetterTables ?? []).map((value) => ({ value, flag: `--dead-letter-table ${value}`, kind: 'table' as const })),
+  ];
+  for (const { value, flag, kind } of said) {
+    const colon = value.indexOf(':');
+    const table = colon > 0 && tables.includes(value.slice(0, colon)) ? value.slice(0, colon) : undefined;
+    const name = table === undefined ? value : value.slice(colon + 1);
+    if (name.length === 0) throw new UsageError(`${flag} names no ${kind}`);
+    const location: DeadLetterLocation = kind === 'group' ? { kind, group: name } : { kind, table: name };
+    const earlier = table === undefined ? shared : own.get(table);
+    if (earlier !== undefined) {
+      const whose = table === undefined ? 'every table' : `table "${table}"`;
+      throw new UsageError(`${earlier.flag} and ${flag} both say where the dead letters of ${whose} are; give one`);
+    }
+    if (table === undefined) shared = { location, flag };
+    else own.set(table, { location, flag });
+  }
+  const result = new Map<string, DeadLetterLocation>();
+  for (const table of tables) {
+    const location = own.get(table)?.location ?? shared?.location;
+    if (location !== undefined) result.set(table, location);
+  }
+  return result;
+}
+
+/**
  * The column names `--column` gives each of `tables` (as the --table flags spell them): every
  * `ROLE=NAME`, then that table's own `TABLE:ROLE=NAME` over them. A table nothing is said of is
  * left out. A `TABLE:` that names no --table is a usage error: it would otherwise be ignored.

@@ -31,6 +31,8 @@ export interface DashboardOptions {
   readonly columnsByTable?: ReadonlyMap<string, InspectorColumnNames>;
   /** Where the tables' dead letters are; without it none are listed and requeue is not offered. */
   readonly deadLetter?: DeadLetterLocation;
+  /** Per table of `tables` (as spelt there), where its dead letters are instead of `deadLetter`. */
+  readonly deadLetterByTable?: ReadonlyMap<string, DeadLetterLocation>;
   /** The brokers' heartbeat table. Default `tablequeue_brokers`. */
   readonly heartbeatTable?: string;
   /** The brokers' schedules table, shown when it exists. Default `tablequeue_schedules`. */
@@ -173,15 +175,16 @@ async function openTables(driver: Driver, options: DashboardOptions, closing: ((
     const parsed = parseQualifiedName(table, 'table');
     const schema = parsed.schema ?? options.schema;
     const columns = options.columnsByTable?.get(table) ?? options.columns;
+    const deadLetter = options.deadLetterByTable?.get(table) ?? options.deadLetter;
     const inspector = await openQueueInspector({
       database: driver,
       table: parsed.name,
       ...(schema === undefined ? {} : { schema }),
-      ...(options.deadLetter === undefined ? {} : { deadLetter: options.deadLetter }),
+      ...(deadLetter === undefined ? {} : { deadLetter }),
       ...(columns === undefined ? {} : { columns }),
     });
     closing.push(() => inspector.close());
-    tables.push({ table: schema === undefined ? parsed.name : `${schema}.${parsed.name}`, inspector, deadLetter: options.deadLetter });
+    tables.push({ table: schema === undefined ? parsed.name : `${schema}.${parsed.name}`, inspector, deadLetter });
   }
   return tables;
 }
