@@ -51,10 +51,10 @@ const KEY_SLOT_ATTEMPTS = 3;
 /**
  * perKey, in claim order (Postgres): how long this form's claims pass over a key whose claimable
  * rows a take found all in work (held by another replica or subscription). Those rows are the
- * oldest, so they head the claim order, and each claim met them again: with three replicas of
- * eight workers and 3,000 keys of one row each, most claims used their three tries on them and
- * took nothing. A key passed over this way gets a new row only by a publish, which waits at most
- * this long here (other replicas take it meanwhile).
+ * oldest, so they head the claim order and each claim met them again: behind three such keys a
+ * claim spent its three tries on them, took nothing and waited for the poll. A key passed over
+ * this way gets a new row only by a publish, which waits at most this long here (other replicas
+ * take it meanwhile).
  */
 const BUSY_KEY_PASSED_MS = 1_000;
 
