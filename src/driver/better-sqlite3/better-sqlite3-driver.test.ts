@@ -11,17 +11,23 @@ import { createDriver } from '../create-driver.js';
 import type { Connection, Driver } from '../driver.js';
 import { BetterSqlite3Driver } from './better-sqlite3-driver.js';
 
-describe('better-sqlite3 driver on the service\'s own handle', () => {
+/** A fresh folder for each test of the describe it is called in, removed after the test; the getter reads the current one. */
+function temporaryFolderEachTest(prefix: string): () => string {
   let folder: string;
   beforeEach(async () => {
-    folder = await mkdtemp(join(tmpdir(), 'tq-handle-'));
+    folder = await mkdtemp(join(tmpdir(), prefix));
   });
   afterEach(async () => {
     await rm(folder, { recursive: true, force: true });
   });
+  return () => folder;
+}
+
+describe('better-sqlite3 driver on the service\'s own handle', () => {
+  const folderOf = temporaryFolderEachTest('tq-handle-');
 
   it('switches a file handle in the rollback journal to WAL when it opens, and leaves the handle open', async () => {
-    const handle = new Database(join(folder, 'app.db'));
+    const handle = new Database(join(folderOf(), 'app.db'));
     try {
       expect(handle.pragma('journal_mode', { simple: true })).toBe('delete');
       const driver = new BetterSqlite3Driver({ database: handle });
@@ -33,13 +39,13 @@ describe('better-sqlite3 driver on the service\'s own handle', () => {
       handle.close();
     }
     // WAL belongs to the file: a later connection finds it.
-    const reopened = new Database(join(folder, 'app.db'));
+    const reopened = new Database(join(folderOf(), 'app.db'));
     expect(reopened.pragma('journal_mode', { simple: true })).toBe('wal');
     reopened.close();
   });
 
   it('refuses a file handle it cannot switch, saying how to switch it', async () => {
-    const handle = new Database(join(folder, 'app.db'));
+    const handle = new Database(join(folderOf(), 'app.db'));
     try {
       handle.exec('BEGIN IMMEDIATE');
       const opening = new BetterSqlite3Driver({ database: handle }).open();
@@ -118,16 +124,10 @@ async function synchronousOf(connection: Connection): Promise<unknown> {
 }
 
 describe('better-sqlite3 driver: what the commits of a loan survive', () => {
-  let folder: string;
-  beforeEach(async () => {
-    folder = await mkdtemp(join(tmpdir(), 'tq-synchronous-'));
-  });
-  afterEach(async () => {
-    await rm(folder, { recursive: true, force: true });
-  });
+  const folderOf = temporaryFolderEachTest('tq-synchronous-');
 
   it('commits a redeliverable loan at NORMAL on a file it opened, and puts a plain loan back to the level the file opened with', async () => {
-    const driver = createDriver(`sqlite:${join(folder, 'queue.db')}`);
+    const driver = createDriver(`sqlite:${join(folderOf(), 'queue.db')}`);
     await driver.open();
     try {
       const plain = await driver.acquire();
@@ -155,7 +155,7 @@ describe('better-sqlite3 driver: what the commits of a loan survive', () => {
   });
 
   it('commits plain loans at FULL on a file that was already in WAL mode, which better-sqlite3 opens at NORMAL', async () => {
-    const file = join(folder, 'queue.db');
+    const file = join(folderOf(), 'queue.db');
     const setup = new Database(file);
     setup.pragma('journal_mode = WAL');
     setup.exec('CREATE TABLE items (value INTEGER)');
@@ -181,7 +181,7 @@ describe('better-sqlite3 driver: what the commits of a loan survive', () => {
   });
 
   it('switches before the BEGIN of a redeliverable loan, and leaves its transaction at NORMAL to its end', async () => {
-    const driver = createDriver(`sqlite:${join(folder, 'queue.db')}`);
+    const driver = createDriver(`sqlite:${join(folderOf(), 'queue.db')}`);
     await driver.open();
     try {
       await driver.execute({ name: 'create', sql: 'CREATE TABLE items (value INTEGER)', values: [] });
@@ -208,7 +208,7 @@ describe('better-sqlite3 driver: what the commits of a loan survive', () => {
   });
 
   it("never changes the level of the service's own handle", async () => {
-    const handle = new Database(join(folder, 'app.db'));
+    const handle = new Database(join(folderOf(), 'app.db'));
     try {
       handle.pragma('journal_mode = WAL');
       handle.pragma(`synchronous = ${EXTRA}`);
@@ -246,7 +246,7 @@ describe('better-sqlite3 driver: what the commits of a loan survive', () => {
     { mode: 'lease', transactional: false },
     { mode: 'transactional lease', transactional: true },
   ])('drains a $mode subscription on a file, every message acked', async ({ transactional }) => {
-    const file = join(folder, 'queue.db');
+    const file = join(folderOf(), 'queue.db');
     const table = defineTable({ table: 'jobs', id: 'id', attempt: 'attempt', payload: 'payload', lockedUntil: 'locked_until' });
     const setup = new Database(file);
     for (const sql of table.createTableSql('sqlite')) setup.exec(sql);
@@ -285,19 +285,13 @@ describe('better-sqlite3 driver: what the commits of a loan survive', () => {
 });
 
 describe('better-sqlite3 driver: writes that wait for the handle together commit together', () => {
-  let folder: string;
-  beforeEach(async () => {
-    folder = await mkdtemp(join(tmpdir(), 'tq-group-commit-'));
-  });
-  afterEach(async () => {
-    await rm(folder, { recursive: true, force: true });
-  });
+  const folderOf = temporaryFolderEachTest('tq-group-commit-');
 
   const insert = (value: number) => ({ name: `insert ${value}`, sql: 'INSERT INTO items VALUES (?)', values: [value] });
 
   /** A driver on a file of its own holding `items`, closed after `work`. */
   async function withItemsFile(work: (driver: Driver) => Promise<void>): Promise<void> {
-    const driver = createDriver(`sqlite:${join(folder, 'queue.db')}`);
+    const driver = createDriver(`sqlite:${join(folderOf(), 'queue.db')}`);
     await driver.open();
     try {
       await driver.execute({ name: 'create', sql: 'CREATE TABLE items (value INTEGER PRIMARY KEY)', values: [] });
